@@ -1,0 +1,116 @@
+// Package cli is the terminal entry adapter: one-shot `nagent run`, the
+// line-based `nagent chat`, and `nagent session` to inspect session memory.
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+
+	"github.com/nagent/nagent/runtime/app"
+	"github.com/nagent/nagent/runtime/config"
+	"github.com/nagent/nagent/runtime/errs"
+)
+
+// IO is a command's standard streams.
+type IO struct {
+	In       io.Reader
+	Out, Err io.Writer
+}
+
+// Exit codes.
+const (
+	ExitOK        = 0
+	ExitFailed    = 1
+	ExitUsage     = 2
+	ExitCancelled = 130
+)
+
+// errUsage marks an error already explained by the flag set's usage text.
+var errUsage = errors.New("usage")
+
+// NewFlagSet builds a flag set whose usage text starts with the command's
+// synopsis and explanation.
+func NewFlagSet(stdio IO, name, synopsis, about string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stdio.Err)
+	fs.Usage = func() {
+		fmt.Fprintf(stdio.Err, "Usage: nagent %s\n\n%s\n", synopsis, strings.TrimSpace(about))
+		var hasFlags bool
+		fs.VisitAll(func(*flag.Flag) { hasFlags = true })
+		if hasFlags {
+			fmt.Fprintln(stdio.Err, "\nFlags:")
+			fs.PrintDefaults()
+		}
+	}
+	return fs
+}
+
+// parse parses args; it returns errUsage after printing help or a flag error.
+func parse(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return flag.ErrHelp
+		}
+		return errUsage
+	}
+	return nil
+}
+
+// Logger returns the CLI's logger: text to stderr, at NAGENT_LOG_LEVEL
+// (default warn, so a chat is not interleaved with logs).
+func Logger(w io.Writer) *slog.Logger {
+	level := slog.LevelWarn
+	if v := os.Getenv("NAGENT_LOG_LEVEL"); v != "" {
+		_ = level.UnmarshalText([]byte(v))
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
+}
+
+// loadApp loads the configuration and wires the runtime.
+func loadApp(ctx context.Context, stdio IO) (*app.App, error) {
+	cfg, err := config.Load()
+	if err != nil {
+		return nil, err
+	}
+	return app.New(ctx, cfg, app.Options{Log: Logger(stdio.Err)})
+}
+
+// Parse parses a command's flags. When it returns ok=false the command
+// should exit with code (help was printed, or a flag was wrong).
+func Parse(fs *flag.FlagSet, args []string, stdio IO) (code int, ok bool) {
+	if err := parse(fs, args); err != nil {
+		return Fail(stdio, err), false
+	}
+	return ExitOK, true
+}
+
+// Fail prints err for a terminal user and returns the exit code.
+func Fail(stdio IO, err error) int {
+	switch {
+	case err == nil:
+		return ExitOK
+	case errors.Is(err, flag.ErrHelp):
+		return ExitOK
+	case errors.Is(err, errUsage):
+		return ExitUsage
+	case errors.Is(err, context.Canceled):
+		fmt.Fprintln(stdio.Err, "nagent: cancelled")
+		return ExitCancelled
+	}
+	fmt.Fprintln(stdio.Err, "nagent:", errs.MessageOrError(err))
+	return ExitFailed
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}

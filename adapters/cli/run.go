@@ -1,0 +1,78 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/nagent/nagent/runtime/agent"
+	"github.com/nagent/nagent/runtime/chat"
+	"github.com/nagent/nagent/runtime/llm"
+	"github.com/nagent/nagent/runtime/memory"
+)
+
+// runOutput is the --json shape of `nagent run`.
+type runOutput struct {
+	SessionID  string    `json:"session_id"`
+	Content    string    `json:"content"`
+	Status     string    `json:"status"`
+	Iterations int       `json:"iterations"`
+	Usage      llm.Usage `json:"usage"`
+	Error      string    `json:"error,omitempty"`
+}
+
+// Run is `nagent run [--session ID] [--json] PROMPT`.
+func Run(ctx context.Context, args []string, stdio IO) int {
+	fs := NewFlagSet(stdio, "run", "run [--session ID] [--json] PROMPT", `
+Runs one conversation turn and prints the final answer. The model may call
+tools on the way; the turn is stored in session memory, so --session ID
+continues a conversation (see "nagent session list").
+
+Examples:
+  nagent run "What time is it in UTC?"
+  nagent run --session sess_1234 --json "And in Tokyo?"`)
+	session := fs.String("session", "", "continue this session instead of starting a new one")
+	asJSON := fs.Bool("json", false, "print a JSON object: session_id, content, status, iterations, usage")
+	if err := parse(fs, args); err != nil {
+		return Fail(stdio, err)
+	}
+	prompt := strings.TrimSpace(strings.Join(fs.Args(), " "))
+	if prompt == "" {
+		fs.Usage()
+		return ExitUsage
+	}
+	a, err := loadApp(ctx, stdio)
+	if err != nil {
+		return Fail(stdio, err)
+	}
+	defer a.Close()
+
+	res, err := a.Chat.Complete(ctx, chat.Request{
+		SessionID: *session, Source: "cli",
+		Messages: []llm.Message{{Role: llm.RoleUser, Content: prompt}},
+	})
+	if err != nil {
+		return Fail(stdio, err)
+	}
+	if *asJSON {
+		writeJSON(stdio.Out, runOutput{
+			SessionID: res.SessionID, Content: res.Content, Status: res.Status,
+			Iterations: res.Iterations, Usage: res.Usage, Error: res.Error,
+		})
+	} else if res.Status == memory.StatusCompleted {
+		fmt.Fprintln(stdio.Out, res.Content)
+	} else {
+		fmt.Fprintf(stdio.Err, "nagent: turn %s: %s (session %s)\n", res.Status, res.Error, res.SessionID)
+	}
+	return resultCode(res)
+}
+
+func resultCode(res *agent.Result) int {
+	switch res.Status {
+	case memory.StatusCompleted:
+		return ExitOK
+	case memory.StatusCancelled:
+		return ExitCancelled
+	}
+	return ExitFailed
+}

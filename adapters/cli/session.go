@@ -1,0 +1,171 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"text/tabwriter"
+
+	"github.com/nagent/nagent/runtime/config"
+	"github.com/nagent/nagent/store"
+)
+
+const sessionAbout = `
+Inspects session memory.
+
+  list        sessions, most recently updated first
+  show ID     one session: messages, tool-call records, task state, summary
+  delete ID   a session and everything recorded for it
+
+Every subcommand takes --json for scripts.`
+
+// Session is `nagent session list|show ID|delete ID`.
+func Session(ctx context.Context, args []string, stdio IO) int {
+	fs := NewFlagSet(stdio, "session", "session list|show ID|delete ID [--json]", sessionAbout)
+	if len(args) == 0 {
+		fs.Usage()
+		return ExitUsage
+	}
+	sub, rest := args[0], args[1:]
+	switch sub {
+	case "-h", "-help", "--help", "help":
+		fs.Usage()
+		return ExitOK
+	case "list", "show", "delete":
+	default:
+		fmt.Fprintf(stdio.Err, "nagent session: unknown subcommand %q\n", sub)
+		fs.Usage()
+		return ExitUsage
+	}
+	fs = NewFlagSet(stdio, "session "+sub, "session "+sub+map[string]string{"list": " [--source S] [--limit N]", "show": " ID", "delete": " ID"}[sub]+" [--json]", sessionAbout)
+	asJSON := fs.Bool("json", false, "print JSON")
+	source := fs.String("source", "", "with list: only sessions from this source (cli, api, ...)")
+	limit := fs.Int("limit", 50, "with list: at most this many sessions")
+	if err := parse(fs, rest); err != nil {
+		return Fail(stdio, err)
+	}
+	if sub != "list" && fs.NArg() != 1 {
+		fmt.Fprintf(stdio.Err, "nagent session %s: give exactly one session id\n", sub)
+		return ExitUsage
+	}
+	cfg, err := config.Load()
+	if err != nil {
+		return Fail(stdio, err)
+	}
+	db, err := store.Open(ctx, cfg.DBPath())
+	if err != nil {
+		return Fail(stdio, err)
+	}
+	defer db.Close()
+
+	switch sub {
+	case "list":
+		err = sessionList(ctx, db, store.SessionFilter{Source: *source, Limit: *limit}, *asJSON, stdio)
+	case "show":
+		err = sessionShow(ctx, db, fs.Arg(0), *asJSON, stdio)
+	case "delete":
+		if err = db.DeleteSession(ctx, fs.Arg(0)); err == nil {
+			if *asJSON {
+				writeJSON(stdio.Out, map[string]any{"deleted": true, "session_id": fs.Arg(0)})
+			} else {
+				fmt.Fprintf(stdio.Out, "deleted session %s\n", fs.Arg(0))
+			}
+		}
+	}
+	return Fail(stdio, err)
+}
+
+func sessionList(ctx context.Context, db *store.DB, f store.SessionFilter, asJSON bool, stdio IO) error {
+	list, err := db.ListSessions(ctx, f)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		if list == nil {
+			list = []*store.Session{}
+		}
+		return writeJSON(stdio.Out, map[string]any{"sessions": list})
+	}
+	if len(list) == 0 {
+		fmt.Fprintln(stdio.Out, "no sessions yet; start one with: nagent chat")
+		return nil
+	}
+	tw := tabwriter.NewWriter(stdio.Out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tSOURCE\tUPDATED\tTITLE")
+	for _, s := range list {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.ID, s.Source, s.UpdatedAt.Local().Format("2006-01-02 15:04"), s.Title)
+	}
+	return tw.Flush()
+}
+
+// sessionDetail is the --json shape of `nagent session show`.
+type sessionDetail struct {
+	Session   *store.Session    `json:"session"`
+	Messages  []*store.Message  `json:"messages"`
+	ToolCalls []*store.ToolCall `json:"tool_calls"`
+	TaskState *store.TaskState  `json:"task_state"`
+	Summary   *string           `json:"summary"`
+}
+
+func sessionShow(ctx context.Context, db *store.DB, id string, asJSON bool, stdio IO) error {
+	d := sessionDetail{Messages: []*store.Message{}, ToolCalls: []*store.ToolCall{}}
+	var err error
+	if d.Session, err = db.GetSession(ctx, id); err != nil {
+		return err
+	}
+	if msgs, err := db.ListMessages(ctx, id); err != nil {
+		return err
+	} else if msgs != nil {
+		d.Messages = msgs
+	}
+	if calls, err := db.ListToolCalls(ctx, id); err != nil {
+		return err
+	} else if calls != nil {
+		d.ToolCalls = calls
+	}
+	if d.TaskState, err = db.GetTaskState(ctx, id); err != nil {
+		return err
+	}
+	sum, err := db.GetSummary(ctx, id)
+	if err != nil {
+		return err
+	}
+	if sum != nil {
+		d.Summary = &sum.Content
+	}
+	if asJSON {
+		return writeJSON(stdio.Out, d)
+	}
+	out := stdio.Out
+	fmt.Fprintf(out, "session %s (%s) %q\n", d.Session.ID, d.Session.Source, d.Session.Title)
+	if d.TaskState != nil {
+		fmt.Fprintf(out, "task: %s after %d model call(s)", d.TaskState.Status, d.TaskState.IterationCount)
+		if d.TaskState.Error != "" {
+			fmt.Fprintf(out, " (%s)", d.TaskState.Error)
+		}
+		fmt.Fprintln(out)
+	}
+	if d.Summary != nil {
+		fmt.Fprintf(out, "summary: %s\n", *d.Summary)
+	}
+	fmt.Fprintln(out)
+	for _, m := range d.Messages {
+		label := m.Role
+		if m.Name != "" {
+			label += " " + m.Name
+		}
+		if m.Status != "" {
+			label += " [" + m.Status + "]"
+		}
+		fmt.Fprintf(out, "%s: %s\n", label, m.Content)
+		if len(m.ToolCalls) > 0 {
+			fmt.Fprintf(out, "  tool_calls: %s\n", m.ToolCalls)
+		}
+	}
+	if len(d.ToolCalls) > 0 {
+		fmt.Fprintln(out, "\ntool calls:")
+		for _, c := range d.ToolCalls {
+			fmt.Fprintf(out, "  %s %s(%s) -> %s in %d ms\n", c.ID, c.Name, c.Arguments, c.Status, c.DurationMS)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,136 @@
+// Package app wires the whole runtime graph from a configuration. Every entry
+// point (serve, run, chat, and later the gateways) builds its App here.
+package app
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/nagent/nagent/runtime/agent"
+	"github.com/nagent/nagent/runtime/chat"
+	"github.com/nagent/nagent/runtime/config"
+	"github.com/nagent/nagent/runtime/core"
+	"github.com/nagent/nagent/runtime/llm"
+	"github.com/nagent/nagent/runtime/llm/anthropic"
+	"github.com/nagent/nagent/runtime/llm/openai"
+	"github.com/nagent/nagent/runtime/memory"
+	"github.com/nagent/nagent/runtime/tools"
+	"github.com/nagent/nagent/store"
+)
+
+// App is the wired runtime.
+type App struct {
+	Config   *config.Config
+	DB       *store.DB
+	Memory   *memory.MemoryStore
+	Tools    *tools.ToolService
+	Provider llm.Provider
+	Runner   *agent.AgentGraphRunner
+	Chat     *chat.ChatCompletionService
+	Log      *slog.Logger
+	// ModelErr is set when Options.AllowNoModel let the runtime start
+	// without a model; it names the missing setting.
+	ModelErr error
+}
+
+// Options adjust wiring, mostly for tests.
+type Options struct {
+	Log *slog.Logger
+	// Now is the clock for tools and records; nil means time.Now.
+	Now func() time.Time
+	// Provider replaces the configured provider.
+	Provider llm.Provider
+	// HTTPClient is used by the provider adapters.
+	HTTPClient *http.Client
+	// AllowNoModel starts the runtime even when no model is configured
+	// (for a server that should still answer health checks); turns then
+	// fail with ModelErr.
+	AllowNoModel bool
+}
+
+// OpenStore opens session memory only, for commands that never call a model.
+func OpenStore(ctx context.Context, cfg *config.Config) (*store.DB, error) {
+	return store.Open(ctx, cfg.DBPath())
+}
+
+// New builds the runtime from cfg. It fails with a message naming the
+// missing setting when the model is not configured.
+func New(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
+	if opts.Log == nil {
+		opts.Log = slog.Default()
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	provider := opts.Provider
+	var modelErr error
+	if provider == nil {
+		switch modelErr = cfg.RequireLLM(); {
+		case modelErr == nil:
+			provider = NewProvider(cfg.LLM, opts.HTTPClient)
+		case opts.AllowNoModel:
+			provider = missingModel{modelErr}
+		default:
+			return nil, modelErr
+		}
+	}
+	db, err := OpenStore(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	db.Now = opts.Now
+
+	ts := tools.NewToolService(tools.RiskPolicy{}, tools.Options{
+		MaxResultBytes: cfg.Agent.MaxToolResultBytes,
+		DefaultTimeout: cfg.Agent.ToolTimeout.Std(),
+		Now:            opts.Now,
+	})
+	if err := ts.Register(tools.CurrentTimeTool(opts.Now)); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("app: %w", err)
+	}
+
+	mem := memory.NewMemoryStore(db, nil, nil, opts.Log)
+	runner := &agent.AgentGraphRunner{
+		Core:                &core.AgentCore{Provider: provider, Model: cfg.LLM.Model, Params: cfg.LLM.Params},
+		Tools:               ts,
+		Memory:              mem,
+		MaxIterations:       cfg.Agent.MaxIterations,
+		MaxQueuedPerSession: cfg.Server.MaxQueuedPerSession,
+		TurnTimeout:         cfg.Agent.TurnTimeout.Std(),
+		Log:                 opts.Log,
+	}
+	return &App{
+		Config: cfg, DB: db, Memory: mem, Tools: ts, Provider: provider,
+		Runner: runner, Chat: &chat.ChatCompletionService{Runner: runner}, Log: opts.Log, ModelErr: modelErr,
+	}, nil
+}
+
+// NewProvider builds the provider adapter that cfg selects.
+func NewProvider(cfg config.LLM, client *http.Client) llm.Provider {
+	retry := llm.RetryPolicy{MaxAttempts: cfg.MaxAttempts, BaseDelay: cfg.RetryBaseDelay.Std()}
+	if cfg.Provider == "anthropic" {
+		return anthropic.New(anthropic.Config{
+			BaseURL: cfg.BaseURL, APIKey: cfg.APIKey, HTTPClient: client, Retry: retry, Timeout: cfg.Timeout.Std(),
+		})
+	}
+	return openai.New(openai.Config{
+		BaseURL: cfg.BaseURL, APIKey: cfg.APIKey, HTTPClient: client, Retry: retry, Timeout: cfg.Timeout.Std(),
+	})
+}
+
+// Close waits for background work and closes the store.
+func (a *App) Close() error {
+	a.Memory.Wait()
+	return a.DB.Close()
+}
+
+// missingModel is the provider of a runtime started without a model.
+type missingModel struct{ err error }
+
+func (m missingModel) Chat(context.Context, *llm.Request, llm.DeltaFunc) (*llm.Response, error) {
+	return nil, m.err
+}

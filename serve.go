@@ -1,0 +1,77 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/nagent/nagent/adapters/cli"
+	"github.com/nagent/nagent/adapters/openai"
+	"github.com/nagent/nagent/runtime/app"
+	"github.com/nagent/nagent/runtime/config"
+)
+
+// serve is `nagent serve [--addr HOST:PORT] [--insecure]`.
+func serve(ctx context.Context, args []string, stdio cli.IO) int {
+	fs := cli.NewFlagSet(stdio, "serve", "serve [--addr 127.0.0.1:8080] [--insecure]", `
+Serves the OpenAI-compatible API (/v1/chat/completions, /v1/responses,
+/v1/models) plus /healthz and /readyz. Point any OpenAI client at
+http://ADDR/v1. Requests carrying an X-Session-Id header continue a stored
+session. SIGINT or SIGTERM shuts down gracefully: in-flight turns may finish
+within server.shutdown_grace, then they are cancelled and recorded as such.
+
+API keys (server.api_keys or NAGENT_API_KEYS, comma-separated) are required
+on any address other than loopback; --insecure overrides that.`)
+	addr := fs.String("addr", "", "listen address (default server.addr, 127.0.0.1:8080)")
+	insecure := fs.Bool("insecure", false, "allow a non-loopback address without API keys")
+	if code, ok := cli.Parse(fs, args, stdio); !ok {
+		return code
+	}
+	cfg, err := config.Load()
+	if err != nil {
+		return cli.Fail(stdio, err)
+	}
+	if *addr != "" {
+		cfg.Server.Addr = *addr
+	}
+	if !openai.IsLoopback(cfg.Server.Addr) && len(cfg.Server.APIKeys) == 0 && !*insecure {
+		fmt.Fprintf(stdio.Err, "nagent serve: refusing to listen on %s without API keys: set NAGENT_API_KEYS (or server.api_keys), bind 127.0.0.1, or pass --insecure\n", cfg.Server.Addr)
+		return cli.ExitUsage
+	}
+	log := slog.New(slog.NewJSONHandler(stdio.Err, &slog.HandlerOptions{Level: logLevel()}))
+	a, err := app.New(ctx, cfg, app.Options{Log: log, AllowNoModel: true})
+	if err != nil {
+		return cli.Fail(stdio, err)
+	}
+	defer a.Close()
+	if a.ModelErr != nil {
+		log.Warn("no model configured; chat requests will answer 503 until one is", "error", a.ModelErr)
+	}
+
+	ln, err := net.Listen("tcp", cfg.Server.Addr)
+	if err != nil {
+		return cli.Fail(stdio, fmt.Errorf("listen on %s: %w (choose another with --addr)", cfg.Server.Addr, err))
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	log.Info("N-Agent serving the OpenAI-compatible API", "url", "http://"+ln.Addr().String()+"/v1",
+		"model", cfg.LLM.Model, "data_dir", cfg.Home, "auth", len(cfg.Server.APIKeys) > 0)
+	srv := openai.NewServer(a, log)
+	if err := srv.Serve(ctx, ln, cfg.Server.ShutdownGrace.Std()); err != nil {
+		return cli.Fail(stdio, err)
+	}
+	log.Info("stopped")
+	return cli.ExitOK
+}
+
+func logLevel() slog.Level {
+	level := slog.LevelInfo
+	if v := os.Getenv("NAGENT_LOG_LEVEL"); v != "" {
+		_ = level.UnmarshalText([]byte(v))
+	}
+	return level
+}
