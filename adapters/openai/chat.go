@@ -97,7 +97,7 @@ func (s *Server) parseChatRequest(ctx context.Context, r *http.Request, body *Ch
 	if sessionID == "" {
 		sessionID = body.Metadata["session_id"]
 	}
-	input, e := s.sessionInput(ctx, sessionID, msgs)
+	input, e := s.sessionInput(ctx, sessionID, msgs, "messages")
 	if e != nil {
 		return nil, e
 	}
@@ -121,8 +121,8 @@ func (s *Server) parseChatRequest(ctx context.Context, r *http.Request, body *Ch
 // sessionInput picks the messages a turn appends. A request without a
 // session is stateless: its messages are the whole history. A request bound
 // to an existing session appends only its new messages: those after the
-// last assistant message.
-func (s *Server) sessionInput(ctx context.Context, sessionID string, msgs []llm.Message) ([]llm.Message, *apiError) {
+// last assistant message. param names the request field that carried msgs.
+func (s *Server) sessionInput(ctx context.Context, sessionID string, msgs []llm.Message, param string) ([]llm.Message, *apiError) {
 	if sessionID == "" {
 		return msgs, nil
 	}
@@ -139,7 +139,7 @@ func (s *Server) sessionInput(ctx context.Context, sessionID string, msgs []llm.
 		i--
 	}
 	if i == len(msgs) {
-		return nil, invalid("messages", "the last message is from the assistant; send a user message or tool results to continue the session")
+		return nil, invalid(param, "the last %s item is from the assistant; send a user message or tool results to continue the session", param)
 	}
 	return msgs[i:], nil
 }
@@ -238,7 +238,7 @@ func (s *Server) streamChat(ctx context.Context, w http.ResponseWriter, tr *turn
 	}
 	sw.start()
 	if res.Reason == agent.ReasonIterationLimit {
-		sw.content("\n\n" + res.Content)
+		sw.content(sw.text.last(res.Content))
 	}
 	for i, c := range res.ClientToolCalls {
 		tc := ChunkToolCall{Index: i, ID: c.ID, Type: "function"}
@@ -257,11 +257,10 @@ func (s *Server) streamChat(ctx context.Context, w http.ResponseWriter, tr *turn
 // events that are not model output travel as SSE comment lines
 // (": nagent {...}"), which every SSE client skips.
 type chunkStream struct {
-	sse            *sseWriter
-	id, model      string
-	created        int64
-	lastIteration  int
-	iterationSpoke bool
+	sse       *sseWriter
+	id, model string
+	created   int64
+	text      textJoiner
 }
 
 func (c *chunkStream) start() {
@@ -288,16 +287,8 @@ func (c *chunkStream) onEvent(e agent.Event) {
 	c.start()
 	switch e.Type {
 	case agent.EventDelta:
-		if e.Iteration != c.lastIteration {
-			// Separate the text of successive model calls.
-			if c.iterationSpoke && e.Content != "" {
-				e.Content = "\n\n" + e.Content
-			}
-			c.lastIteration, c.iterationSpoke = e.Iteration, false
-		}
-		if e.Content != "" {
-			c.iterationSpoke = true
-			c.content(e.Content)
+		if text := c.text.next(e.Iteration, e.Content); text != "" {
+			c.content(text)
 		}
 		if e.ReasoningContent != "" {
 			c.chunk(ChunkDelta{ReasoningContent: e.ReasoningContent}, nil, nil)
@@ -305,6 +296,40 @@ func (c *chunkStream) onEvent(e agent.Event) {
 	case agent.EventToolStarted, agent.EventToolFinished, agent.EventWarning:
 		c.sse.comment(e)
 	}
+}
+
+// textJoiner joins the streamed text of a turn's successive model calls,
+// separating the text of one call from the next by a blank line.
+type textJoiner struct {
+	iteration int
+	spoke     bool // the current model call has streamed text
+	any       bool // some text was streamed
+}
+
+// next returns the delta to stream for content from model call iteration.
+func (j *textJoiner) next(iteration int, content string) string {
+	if iteration != j.iteration {
+		if j.spoke && content != "" {
+			content = "\n\n" + content
+		}
+		j.iteration, j.spoke = iteration, false
+	}
+	if content != "" {
+		j.spoke, j.any = true, true
+	}
+	return content
+}
+
+// last returns the delta for text the turn adds after its model calls, such
+// as the iteration-limit explanation.
+func (j *textJoiner) last(content string) string {
+	if j.any && content != "" {
+		content = "\n\n" + content
+	}
+	if content != "" {
+		j.spoke, j.any = true, true
+	}
+	return content
 }
 
 // newID returns prefix followed by random hex.

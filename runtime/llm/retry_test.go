@@ -311,15 +311,15 @@ func TestSendAttempt(t *testing.T) {
 		}
 	})
 	t.Run("StreamIdleTimeoutRenewed", func(t *testing.T) {
-		// 6 chunks 20ms apart outlast the 60ms timeout; each read renews it.
-		srv := newServer(t, chunked(6, 20*time.Millisecond, 0))
-		resp, err := llm.SendAttempt(context.Background(), srv.Client(), mustRequest(t, srv.URL), 60*time.Millisecond, true)
+		// 12 chunks 20ms apart outlast the 150ms timeout; each read renews it.
+		srv := newServer(t, chunked(12, 20*time.Millisecond, 0))
+		resp, err := llm.SendAttempt(context.Background(), srv.Client(), mustRequest(t, srv.URL), 150*time.Millisecond, true)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer resp.Body.Close()
 		b, err := io.ReadAll(resp.Body)
-		if err != nil || strings.Count(string(b), "chunk") != 6 {
+		if err != nil || strings.Count(string(b), "chunk") != 12 {
 			t.Fatalf("ReadAll = %q, %v", b, err)
 		}
 	})

@@ -90,10 +90,11 @@ var failureTests = []struct {
 		wantErr: "timeout", wantRequests: 1,
 	},
 	{
-		name:         "SlowStreamWithinIdleTimeout",
-		replies:      []scripted.Reply{{Content: "abcdefghijkl", ChunkSize: 1, ChunkDelay: 10 * time.Millisecond}},
+		name: "SlowStreamWithinIdleTimeout",
+		// 30 chunks 10ms apart outlast the 200ms timeout; each chunk renews it.
+		replies:      []scripted.Reply{{Content: strings.Repeat("x", 30), ChunkSize: 1, ChunkDelay: 10 * time.Millisecond}},
 		stream:       true,
-		edit:         func(c *openai.Config) { c.Timeout = 80 * time.Millisecond },
+		edit:         func(c *openai.Config) { c.Timeout = 200 * time.Millisecond },
 		wantRequests: 1,
 	},
 	{

@@ -14,6 +14,9 @@
 // When the script runs out, the responder set with SetResponder answers; with
 // none, the server answers HTTP 500 "scripted model: no reply left for
 // request N" so that a test which asks more than it scripted fails loudly.
+//
+// Tests in another process script the same server over HTTP through the
+// control endpoint under /_scripted/ (see RepliesPath and RequestsPath).
 package scripted
 
 import (
@@ -54,7 +57,8 @@ type Reply struct {
 	// the endpoint's format instead of a completion.
 	Status int
 	// ErrorMessage is the message of the error body (Status) or of the
-	// in-stream error (StreamErrorAfter); it defaults to the status text.
+	// in-stream error (StreamErrorAfter); it defaults to the status text or
+	// "scripted stream error".
 	ErrorMessage string
 	// Header holds extra response headers, e.g. Retry-After.
 	Header map[string]string
@@ -103,7 +107,10 @@ type Server struct {
 // replies. The caller must Close it.
 func Start(replies ...Reply) *Server {
 	s := &Server{done: make(chan struct{}), queue: append([]Reply(nil), replies...)}
-	s.srv = httptest.NewServer(http.HandlerFunc(s.serveHTTP))
+	mux := http.NewServeMux()
+	s.controlRoutes(mux)
+	mux.HandleFunc("/", s.serveHTTP)
+	s.srv = httptest.NewServer(mux)
 	return s
 }
 
