@@ -30,6 +30,8 @@ type DB struct {
 	read  *sql.DB
 	// Now is the clock used for created/updated times.
 	Now func() time.Time
+
+	stmts map[string]*sql.Stmt // hotQueries, prepared once on the writer; read-only after Open
 }
 
 // Open opens (creating if needed) the database file at path and applies any
@@ -51,6 +53,10 @@ func Open(ctx context.Context, path string) (*DB, error) {
 		write.Close()
 		return nil, fmt.Errorf("store.Open: %s: %w", path, err)
 	}
+	if err := db.prepare(ctx); err != nil {
+		write.Close()
+		return nil, fmt.Errorf("store.Open: %w", err)
+	}
 	read, err := sql.Open("sqlite3", u+"?mode=ro&_txlock=deferred"+pragmas)
 	if err != nil {
 		write.Close()
@@ -63,6 +69,9 @@ func Open(ctx context.Context, path string) (*DB, error) {
 
 // Close closes both pools.
 func (db *DB) Close() error {
+	for _, st := range db.stmts {
+		st.Close()
+	}
 	return errors.Join(db.read.Close(), db.write.Close())
 }
 
@@ -143,7 +152,7 @@ func (db *DB) Update(ctx context.Context, fn func(tx *Tx) error) error {
 	if err != nil {
 		return fmt.Errorf("store: begin: %w", err)
 	}
-	tx := &Tx{tx: sqlTx, now: db.Now().UTC()}
+	tx := &Tx{tx: sqlTx, db: db, now: db.Now().UTC()}
 	if err := fn(tx); err != nil {
 		sqlTx.Rollback()
 		return err
@@ -158,5 +167,37 @@ func (db *DB) Update(ctx context.Context, fn func(tx *Tx) error) error {
 // repositories; every write of one loop step goes through one Tx.
 type Tx struct {
 	tx  *sql.Tx
+	db  *DB
 	now time.Time
+}
+
+// prepare prepares the hot write statements once on the writer connection;
+// preparing dominates small writes. It runs before any transaction holds
+// the single writer connection.
+func (db *DB) prepare(ctx context.Context) error {
+	db.stmts = make(map[string]*sql.Stmt, len(hotQueries))
+	for _, q := range hotQueries {
+		st, err := db.write.PrepareContext(ctx, q)
+		if err != nil {
+			return fmt.Errorf("prepare %q: %w", q, err)
+		}
+		db.stmts[q] = st
+	}
+	return nil
+}
+
+// queryRow runs a cached single-row query inside the transaction.
+func (tx *Tx) queryRow(ctx context.Context, query string, args ...any) *sql.Row {
+	if st, ok := tx.db.stmts[query]; ok {
+		return tx.tx.StmtContext(ctx, st).QueryRowContext(ctx, args...)
+	}
+	return tx.tx.QueryRowContext(ctx, query, args...)
+}
+
+// exec runs a cached statement inside the transaction.
+func (tx *Tx) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	if st, ok := tx.db.stmts[query]; ok {
+		return tx.tx.StmtContext(ctx, st).ExecContext(ctx, args...)
+	}
+	return tx.tx.ExecContext(ctx, query, args...)
 }

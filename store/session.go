@@ -69,11 +69,34 @@ type Summary struct {
 	UpdatedAt time.Time `json:"updated_at"`
 }
 
+// Hot write statements, prepared once at Open (see DB.prepare).
+const (
+	qCreateSession        = `INSERT OR IGNORE INTO sessions (id, title, source, created_at, updated_at) VALUES (?, ?, ?, ?, ?)`
+	qLockExternalMemory   = `UPDATE sessions SET external_memory_enabled = ? WHERE id = ? AND external_memory_enabled IS NULL`
+	qSelectExternalMemory = `SELECT external_memory_enabled FROM sessions WHERE id = ?`
+	qNextSeq              = `SELECT COALESCE(MAX(seq), 0) + 1 FROM messages WHERE session_id = ?`
+	qInsertMessage        = `INSERT INTO messages
+			(session_id, seq, role, content, tool_calls, tool_call_id, name, reasoning_content, status, created_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	qInsertToolCall = `INSERT INTO tool_calls
+		(session_id, id, name, arguments, status, result, error, duration_ms, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	qSaveTaskState = `INSERT INTO task_states (session_id, status, iteration_count, error, updated_at)
+		VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT (session_id) DO UPDATE SET status = excluded.status,
+			iteration_count = excluded.iteration_count, error = excluded.error, updated_at = excluded.updated_at`
+	qSaveSummary = `INSERT INTO summaries (session_id, content, updated_at) VALUES (?, ?, ?)
+		ON CONFLICT (session_id) DO UPDATE SET content = excluded.content, updated_at = excluded.updated_at`
+	qTouchSession = `UPDATE sessions SET updated_at = ? WHERE id = ?`
+)
+
+var hotQueries = []string{qCreateSession, qLockExternalMemory, qSelectExternalMemory, qNextSeq, qInsertMessage, qInsertToolCall, qSaveTaskState, qSaveSummary, qTouchSession}
+
 // CreateSession inserts s unless a session with its id exists (INSERT OR
 // IGNORE). It reports whether a row was created.
 func (tx *Tx) CreateSession(ctx context.Context, s Session) (bool, error) {
-	res, err := tx.tx.ExecContext(ctx,
-		`INSERT OR IGNORE INTO sessions (id, title, source, created_at, updated_at) VALUES (?, ?, ?, ?, ?)`,
+	res, err := tx.exec(ctx,
+		qCreateSession,
 		s.ID, s.Title, s.Source, tx.now, tx.now)
 	if err != nil {
 		return false, fmt.Errorf("store.CreateSession: %w", err)
@@ -89,13 +112,13 @@ func (tx *Tx) LockExternalMemory(ctx context.Context, sessionID string, provider
 		providers = []string{}
 	}
 	b, _ := json.Marshal(providers)
-	if _, err := tx.tx.ExecContext(ctx,
-		`UPDATE sessions SET external_memory_enabled = ? WHERE id = ? AND external_memory_enabled IS NULL`,
+	if _, err := tx.exec(ctx,
+		qLockExternalMemory,
 		string(b), sessionID); err != nil {
 		return nil, fmt.Errorf("store.LockExternalMemory: %w", err)
 	}
 	var raw sql.NullString
-	if err := tx.tx.QueryRowContext(ctx, `SELECT external_memory_enabled FROM sessions WHERE id = ?`, sessionID).Scan(&raw); err != nil {
+	if err := tx.queryRow(ctx, qSelectExternalMemory, sessionID).Scan(&raw); err != nil {
 		return nil, fmt.Errorf("store.LockExternalMemory: %w", err)
 	}
 	var got []string
@@ -107,7 +130,7 @@ func (tx *Tx) LockExternalMemory(ctx context.Context, sessionID string, provider
 
 // SetTitle sets the session title if it is still empty.
 func (tx *Tx) SetTitle(ctx context.Context, sessionID, title string) error {
-	_, err := tx.tx.ExecContext(ctx, `UPDATE sessions SET title = ? WHERE id = ? AND title = ''`, title, sessionID)
+	_, err := tx.exec(ctx, `UPDATE sessions SET title = ? WHERE id = ? AND title = ''`, title, sessionID)
 	if err != nil {
 		return fmt.Errorf("store.SetTitle: %w", err)
 	}
@@ -121,23 +144,16 @@ func (tx *Tx) AppendMessages(ctx context.Context, sessionID string, msgs ...*Mes
 		return nil
 	}
 	var next int
-	if err := tx.tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(seq), 0) + 1 FROM messages WHERE session_id = ?`, sessionID).Scan(&next); err != nil {
+	if err := tx.queryRow(ctx, qNextSeq, sessionID).Scan(&next); err != nil {
 		return fmt.Errorf("store.AppendMessages: %w", err)
 	}
-	stmt, err := tx.tx.PrepareContext(ctx, `INSERT INTO messages
-		(session_id, seq, role, content, tool_calls, tool_call_id, name, reasoning_content, status, created_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
-	if err != nil {
-		return fmt.Errorf("store.AppendMessages: %w", err)
-	}
-	defer stmt.Close()
 	for _, m := range msgs {
 		m.SessionID, m.Seq, m.CreatedAt = sessionID, next, tx.now
 		var toolCalls any
 		if len(m.ToolCalls) > 0 {
 			toolCalls = string(m.ToolCalls)
 		}
-		if _, err := stmt.ExecContext(ctx, sessionID, m.Seq, m.Role, m.Content, toolCalls, m.ToolCallID, m.Name, m.ReasoningContent, m.Status, m.CreatedAt); err != nil {
+		if _, err := tx.exec(ctx, qInsertMessage, sessionID, m.Seq, m.Role, m.Content, toolCalls, m.ToolCallID, m.Name, m.ReasoningContent, m.Status, m.CreatedAt); err != nil {
 			return fmt.Errorf("store.AppendMessages: %w", err)
 		}
 		next++
@@ -147,9 +163,7 @@ func (tx *Tx) AppendMessages(ctx context.Context, sessionID string, msgs ...*Mes
 
 // SaveToolCall appends a tool-call record.
 func (tx *Tx) SaveToolCall(ctx context.Context, c ToolCall) error {
-	_, err := tx.tx.ExecContext(ctx, `INSERT INTO tool_calls
-		(session_id, id, name, arguments, status, result, error, duration_ms, created_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	_, err := tx.exec(ctx, qInsertToolCall,
 		c.SessionID, c.ID, c.Name, c.Arguments, c.Status, c.Result, c.Error, c.DurationMS, tx.now)
 	if err != nil {
 		return fmt.Errorf("store.SaveToolCall: %w", err)
@@ -159,10 +173,7 @@ func (tx *Tx) SaveToolCall(ctx context.Context, c ToolCall) error {
 
 // SaveTaskState replaces the session's task state.
 func (tx *Tx) SaveTaskState(ctx context.Context, s TaskState) error {
-	_, err := tx.tx.ExecContext(ctx, `INSERT INTO task_states (session_id, status, iteration_count, error, updated_at)
-		VALUES (?, ?, ?, ?, ?)
-		ON CONFLICT (session_id) DO UPDATE SET status = excluded.status,
-			iteration_count = excluded.iteration_count, error = excluded.error, updated_at = excluded.updated_at`,
+	_, err := tx.exec(ctx, qSaveTaskState,
 		s.SessionID, s.Status, s.IterationCount, s.Error, tx.now)
 	if err != nil {
 		return fmt.Errorf("store.SaveTaskState: %w", err)
@@ -172,8 +183,7 @@ func (tx *Tx) SaveTaskState(ctx context.Context, s TaskState) error {
 
 // SaveSummary overwrites the session's rolling summary.
 func (tx *Tx) SaveSummary(ctx context.Context, sessionID, content string) error {
-	_, err := tx.tx.ExecContext(ctx, `INSERT INTO summaries (session_id, content, updated_at) VALUES (?, ?, ?)
-		ON CONFLICT (session_id) DO UPDATE SET content = excluded.content, updated_at = excluded.updated_at`,
+	_, err := tx.exec(ctx, qSaveSummary,
 		sessionID, content, tx.now)
 	if err != nil {
 		return fmt.Errorf("store.SaveSummary: %w", err)
@@ -182,14 +192,14 @@ func (tx *Tx) SaveSummary(ctx context.Context, sessionID, content string) error 
 }
 
 func (tx *Tx) touch(ctx context.Context, sessionID string) error {
-	_, err := tx.tx.ExecContext(ctx, `UPDATE sessions SET updated_at = ? WHERE id = ?`, tx.now, sessionID)
+	_, err := tx.exec(ctx, qTouchSession, tx.now, sessionID)
 	return err
 }
 
 // DeleteSession removes a session and everything recorded for it.
 func (db *DB) DeleteSession(ctx context.Context, id string) error {
 	return db.Update(ctx, func(tx *Tx) error {
-		res, err := tx.tx.ExecContext(ctx, `DELETE FROM sessions WHERE id = ?`, id)
+		res, err := tx.exec(ctx, `DELETE FROM sessions WHERE id = ?`, id)
 		if err != nil {
 			return fmt.Errorf("store.DeleteSession: %w", err)
 		}

@@ -275,7 +275,7 @@ func (s *Server) handleGetResponse(w http.ResponseWriter, r *http.Request) {
 
 // streamResponse runs the turn and writes Responses stream events.
 func (s *Server) streamResponse(ctx context.Context, w http.ResponseWriter, rr *responseRequest) {
-	st := &responseStream{sse: newSSE(w), resp: rr.newResponse(s.now().Unix())}
+	st := &responseStream{sse: newSSE(w), resp: rr.newResponse(s.now().Unix()), msg: -1}
 	res, err := s.app.Chat.Stream(ctx, rr.chat, st.onEvent)
 	if err != nil {
 		if !st.sse.started {
@@ -331,7 +331,6 @@ func (st *responseStream) start() {
 	if st.sse.started {
 		return
 	}
-	st.msg = -1
 	st.emit("response.created", map[string]any{"response": st.resp})
 	st.emit("response.in_progress", map[string]any{"response": st.resp})
 }

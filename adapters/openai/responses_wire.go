@@ -54,28 +54,28 @@ type ResponseTextConfig struct {
 // carried by the lifecycle stream events and stored for
 // GET /v1/responses/{id}.
 type Response struct {
-	ID                 string              `json:"id"`
-	Object             string              `json:"object"`
-	CreatedAt          int64               `json:"created_at"`
-	Status             string              `json:"status"`
-	Error              *ResponseError      `json:"error"`
-	IncompleteDetails  *IncompleteDetails  `json:"incomplete_details"`
-	Instructions       *string             `json:"instructions"`
-	MaxOutputTokens    *int                `json:"max_output_tokens"`
-	Model              string              `json:"model"`
-	Output             []OutputItem        `json:"output"`
-	ParallelToolCalls  bool                `json:"parallel_tool_calls"`
-	PreviousResponseID *string             `json:"previous_response_id"`
-	Reasoning          ResponseReasoning   `json:"reasoning"`
-	Store              bool                `json:"store"`
-	Temperature        *float64            `json:"temperature"`
-	Text               ResponseTextConfig  `json:"text"`
-	ToolChoice         json.RawMessage     `json:"tool_choice"`
-	Tools              []ResponseTool      `json:"tools"`
-	TopP               *float64            `json:"top_p"`
-	Truncation         string              `json:"truncation"`
-	Usage              *ResponseUsage      `json:"usage"`
-	Metadata           map[string]string   `json:"metadata"`
+	ID                 string             `json:"id"`
+	Object             string             `json:"object"`
+	CreatedAt          int64              `json:"created_at"`
+	Status             string             `json:"status"`
+	Error              *ResponseError     `json:"error"`
+	IncompleteDetails  *IncompleteDetails `json:"incomplete_details"`
+	Instructions       *string            `json:"instructions"`
+	MaxOutputTokens    *int               `json:"max_output_tokens"`
+	Model              string             `json:"model"`
+	Output             []OutputItem       `json:"output"`
+	ParallelToolCalls  bool               `json:"parallel_tool_calls"`
+	PreviousResponseID *string            `json:"previous_response_id"`
+	Reasoning          ResponseReasoning  `json:"reasoning"`
+	Store              bool               `json:"store"`
+	Temperature        *float64           `json:"temperature"`
+	Text               ResponseTextConfig `json:"text"`
+	ToolChoice         json.RawMessage    `json:"tool_choice"`
+	Tools              []ResponseTool     `json:"tools"`
+	TopP               *float64           `json:"top_p"`
+	Truncation         string             `json:"truncation"`
+	Usage              *ResponseUsage     `json:"usage"`
+	Metadata           map[string]string  `json:"metadata"`
 }
 
 // ResponseError is the error of a failed response.

@@ -82,7 +82,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	logf := func(format string, a ...any) { fmt.Fprintf(stderr, "loadbench: "+format+"\n", a...) }
 	rep, err := bench(ctx, opts, logf)
 	if err != nil {
-		logf("%v", err)
+		fmt.Fprintln(stderr, err) // errors start with "loadbench:"
 		return 1
 	}
 	if opts.json {
@@ -96,7 +96,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		printTable(stdout, rep)
 	}
 	if rep.Errors > 0 || rep.Interrupted {
-		logf("FAILED: %d request(s) failed%s", rep.Errors, map[bool]string{true: "; interrupted"}[rep.Interrupted])
+		if rep.Interrupted {
+			logf("interrupted")
+		}
+		logf("FAILED: %d request(s) failed", rep.Errors)
 		return 1
 	}
 	return 0
@@ -243,7 +246,7 @@ func bench(ctx context.Context, opts options, logf func(string, ...any)) (*repor
 
 	for i := range opts.warmup {
 		if s := b.send(ctx, b.nextID.Add(1)); s.err != nil {
-			return nil, fmt.Errorf("warm-up request %d failed: %w\nserver log:\n%s", i+1, s.err, srv.logTail(20))
+			return nil, fmt.Errorf("loadbench: warm-up request %d failed: %w\nserver log:\n%s", i+1, s.err, srv.logTail(20))
 		}
 	}
 
@@ -463,10 +466,11 @@ func readStream(r io.Reader, start time.Time) (content string, firstContent time
 // answer, keyed by the bench id in the user message, and counts the
 // connections the server opens to the model.
 type model struct {
-	scripted *scripted.Server
-	srv      *http.Server
-	ln       net.Listener
-	conns    atomic.Int64
+	scripted  *scripted.Server
+	srv       *http.Server
+	ln        net.Listener
+	transport *http.Transport // the proxy's, to the scripted model
+	conns     atomic.Int64
 
 	mu    sync.Mutex
 	calls map[int64]*modelCall
@@ -490,14 +494,14 @@ func startModel(delay time.Duration) (*model, error) {
 		sm.Close()
 		return nil, fmt.Errorf("loadbench: model proxy: %w", err)
 	}
-	m := &model{scripted: sm, ln: ln, calls: map[int64]*modelCall{}}
+	m := &model{scripted: sm, ln: ln, calls: map[int64]*modelCall{}, transport: &http.Transport{
+		MaxIdleConns: 10000, MaxIdleConnsPerHost: 10000,
+		IdleConnTimeout: 90 * time.Second, DisableCompression: true,
+	}}
 	proxy := &httputil.ReverseProxy{
-		Rewrite: func(pr *httputil.ProxyRequest) { pr.SetURL(target) },
-		Transport: &http.Transport{
-			MaxIdleConns: 10000, MaxIdleConnsPerHost: 10000,
-			IdleConnTimeout: 90 * time.Second, DisableCompression: true,
-		},
-		ErrorLog: log.New(io.Discard, "", 0),
+		Rewrite:   func(pr *httputil.ProxyRequest) { pr.SetURL(target) },
+		Transport: m.transport,
+		ErrorLog:  log.New(io.Discard, "", 0),
 	}
 	m.srv = &http.Server{
 		Handler:           http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { m.serve(proxy, w, r) }),
@@ -524,17 +528,24 @@ func (m *model) serve(proxy http.Handler, w http.ResponseWriter, r *http.Request
 		return
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
-	proxy.ServeHTTP(w, r) // returns once the whole answer is relayed
 	if id, ok := benchID(body); ok {
-		m.mu.Lock()
-		c := m.call(id)
-		c.took += time.Since(start)
-		select {
-		case <-c.done:
-		default:
-			close(c.done)
-		}
-		m.mu.Unlock()
+		// Deferred because the proxy aborts the handler with a panic when
+		// the server hangs up as soon as it has read data: [DONE].
+		defer m.record(id, start)
+	}
+	proxy.ServeHTTP(w, r) // returns once the whole answer is relayed
+}
+
+// record notes that the model call of request id, begun at start, is over.
+func (m *model) record(id int64, start time.Time) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c := m.call(id)
+	c.took += time.Since(start)
+	select {
+	case <-c.done:
+	default:
+		close(c.done)
 	}
 }
 
@@ -573,6 +584,7 @@ func (m *model) take(ctx context.Context, id int64) (time.Duration, bool) {
 
 func (m *model) close() {
 	m.srv.Close()
+	m.transport.CloseIdleConnections()
 	m.scripted.Close()
 }
 
@@ -727,7 +739,7 @@ func (s *serverProc) stop() error {
 		case <-time.After(15 * time.Second):
 			s.cmd.Process.Kill()
 			<-s.exited
-			s.stopErr = errors.New("loadbench: nagent serve ignored SIGTERM for 15s; killed it")
+			s.stopErr = errors.New("nagent serve ignored SIGTERM for 15s; killed it")
 		}
 	})
 	return s.stopErr
@@ -744,8 +756,10 @@ func (s *serverProc) logLines(n int) (int, string) {
 }
 
 func (s *serverProc) logTail(n int) string {
-	_, tail := s.logLines(n)
-	return tail
+	if _, tail := s.logLines(n); tail != "" {
+		return tail
+	}
+	return "(the server logged nothing)"
 }
 
 // cleanEnv is the environment without N-Agent or OpenAI settings, so the

@@ -133,7 +133,7 @@ test('without include_usage a stream has no usage chunk', async () => {
 });
 
 test('a model failure during a stream surfaces as an APIError from the iterator', async () => {
-  await script({ status: 500, error_message: 'upstream exploded' });
+  await script({ status: 500, error_message: 'upstream melted down' });
 
   const stream = await client.chat.completions.create({
     model: MODEL,
@@ -146,7 +146,7 @@ test('a model failure during a stream surfaces as an APIError from the iterator'
     },
     (err) => {
       assert.ok(err instanceof APIError, `want APIError, got ${err?.constructor?.name}: ${err}`);
-      assert.match(err.message, /upstream exploded/);
+      assert.match(err.message, /upstream melted down/);
       return true;
     },
   );

@@ -64,11 +64,11 @@ test('an unknown model in models.retrieve() is a NotFoundError', async () => {
 });
 
 test('a failing model is an InternalServerError carrying its message', async () => {
-  const since = await script({ status: 500, error_message: 'upstream exploded' });
+  const since = await script({ status: 500, error_message: 'upstream melted down' });
 
   const err = await rejectsWith(client.chat.completions.create({ model: MODEL, messages: hello }), InternalServerError, 502);
 
-  assert.match(err.message, /upstream exploded/);
+  assert.match(err.message, /upstream melted down/);
   assert.equal(err.type, 'server_error');
   assert.equal((await modelRequests(since)).length, 1, 'max_attempts is 1: the model is asked once');
 });
