@@ -69,7 +69,10 @@ func (c *AgentCore) BuildRequest(f *Frame) *llm.Request {
 	for _, d := range f.Tools {
 		specs = append(specs, llm.ToolSpec{Name: d.Name, Description: d.Description, Parameters: normaliseSchema(d.Parameters)})
 	}
-	specs = append(specs, f.ExtraTools...)
+	for _, t := range f.ExtraTools {
+		t.Parameters = normaliseSchema(t.Parameters)
+		specs = append(specs, t)
+	}
 	return &llm.Request{Model: c.Model, Messages: msgs, Tools: specs, ToolChoice: f.ToolChoice, Params: c.Params.Merge(f.Params)}
 }
 
