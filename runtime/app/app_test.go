@@ -509,3 +509,31 @@ func TestRequestValidation(t *testing.T) {
 		t.Error("invalid input reached the model")
 	}
 }
+
+// TestAnthropicProvider runs a tool-using turn through the Anthropic
+// Messages adapter instead of the OpenAI one.
+func TestAnthropicProvider(t *testing.T) {
+	srv := scripted.Start(
+		scripted.Reply{ToolCalls: []llm.ToolCall{{ID: "toolu_1", Name: "get_current_time", Arguments: `{}`}}},
+		scripted.Reply{Content: "It is 15:52 UTC."},
+	)
+	defer srv.Close()
+	cfg := testConfig(t, srv)
+	cfg.LLM.Provider = "anthropic"
+	a := MustNewApp(t, cfg)
+	res, err := a.Chat.Complete(context.Background(), userTurn("anth", "time?"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != "completed" || res.Content != "It is 15:52 UTC." || res.Iterations != 2 {
+		t.Fatalf("result = %+v", res)
+	}
+	reqs := srv.Requests()
+	if len(reqs) != 2 || reqs[1].Path != scripted.MessagesPath {
+		t.Fatalf("requests = %d, path %q", len(reqs), reqs[len(reqs)-1].Path)
+	}
+	// The tool result went back to the model as Anthropic's tool_result.
+	if !strings.Contains(string(reqs[1].Body), `"tool_result"`) || !strings.Contains(string(reqs[1].Body), `"tool_use_id":"toolu_1"`) {
+		t.Errorf("second request body = %s", reqs[1].Body)
+	}
+}

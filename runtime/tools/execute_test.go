@@ -278,9 +278,7 @@ var executeTests = []struct {
 	{
 		name: "ExecutorPanic",
 		exec: tools.ExecutorFunc(func(context.Context, tools.ToolCallRequest, tools.ExecutionContext) (string, error) {
-			var m map[string]int
-			m["boom"]++ // assignment to entry in nil map
-			return "", nil
+			panic("boom")
 		}),
 		call: tools.ToolCallRequest{Name: "write_file", Arguments: `{"path":"a"}`},
 		want: tools.ToolResult{Status: tools.StatusError, Error: "internal error in the tool", Content: "write_file failed: internal error in the tool"},
