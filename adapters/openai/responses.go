@@ -413,7 +413,9 @@ func (st *responseStream) functionCall(c llm.ToolCall) {
 	st.emit("response.output_item.done", map[string]any{"output_index": index, "item": item})
 }
 
-// error ends the stream with an error event.
+// error ends the stream with an error event: the published schema's flat
+// code, message and param, and the error object nested as OpenAI's own
+// server sends it, which makes the openai clients' stream iterators throw it.
 func (st *responseStream) error(e *apiError) {
-	st.emit("error", map[string]any{"code": e.Code, "message": e.Message, "param": e.Param})
+	st.emit("error", map[string]any{"code": e.Code, "message": e.Message, "param": e.Param, "error": e})
 }

@@ -144,6 +144,16 @@ func TestResponsePreviousResponseID(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("second provider request = %q, want %q", got, want)
 	}
+
+	t.Run("OtherSession", func(t *testing.T) {
+		resp := ts.post(t, "/v1/responses", `{"model":"nagent-test","previous_response_id":"`+second.ID+`","input":"hi"}`, "X-Session-Id", "another")
+		if resp.StatusCode != 400 {
+			t.Fatalf("status = %d, want 400", resp.StatusCode)
+		}
+		if e := decode[errorBody](t, resp.Body).Error; e.Param == nil || *e.Param != "previous_response_id" {
+			t.Errorf("error = %+v", e)
+		}
+	})
 }
 
 var responseErrorTests = []struct {
