@@ -20,7 +20,7 @@ const weatherTool = {
   },
 };
 
-// toolMessages are the model request's tool results for call id.
+// toolResults are the model request's tool results for call id.
 function toolResults(req, id) {
   return req.messages.filter((m) => m.role === 'tool' && m.tool_call_id === id);
 }
