@@ -63,7 +63,9 @@ var precedenceTests = []struct {
 			return *p.Temperature == 0.2 && *p.MaxTokens == 100 && p.Stop[0] == "x" && p.TopP == nil
 		}},
 	{"Durations", "llm:\n  timeout: 3s\nagent:\n  turn_timeout: 2m\n", nil,
-		func(c *config.Config) bool { return c.LLM.Timeout.Std() == 3*time.Second && c.Agent.TurnTimeout.Std() == 2*time.Minute }},
+		func(c *config.Config) bool {
+			return c.LLM.Timeout.Std() == 3*time.Second && c.Agent.TurnTimeout.Std() == 2*time.Minute
+		}},
 	{"APIKeysFromEnv", "", map[string]string{"NAGENT_API_KEYS": "k1, k2,"},
 		func(c *config.Config) bool { return len(c.Server.APIKeys) == 2 && c.Server.APIKeys[1] == "k2" }},
 }
