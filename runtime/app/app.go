@@ -70,7 +70,11 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 	if provider == nil {
 		switch modelErr = cfg.RequireLLM(); {
 		case modelErr == nil:
-			provider = NewProvider(cfg.LLM, opts.HTTPClient)
+			client := opts.HTTPClient
+			if client == nil {
+				client = providerClient(cfg.Server.MaxConcurrentTurns)
+			}
+			provider = NewProvider(cfg.LLM, client)
 		case opts.AllowNoModel:
 			provider = missingModel{modelErr}
 		default:
@@ -133,4 +137,14 @@ type missingModel struct{ err error }
 
 func (m missingModel) Chat(context.Context, *llm.Request, llm.DeltaFunc) (*llm.Response, error) {
 	return nil, m.err
+}
+
+// providerClient is the HTTP client for model providers. It keeps an idle
+// connection per concurrent turn, so turns reuse connections (and TLS
+// sessions) instead of dialling anew; http.DefaultClient keeps only two.
+func providerClient(maxTurns int) *http.Client {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConnsPerHost = max(maxTurns, 16)
+	t.MaxIdleConns = max(maxTurns, 16) * 2
+	return &http.Client{Transport: t}
 }

@@ -45,14 +45,13 @@ type Titler interface {
 	Title(ctx context.Context, firstMessage string) (string, error)
 }
 
-// NewMemoryStore returns a facade over db. Nil summarizer and titler mean the
-// heuristic ones.
+// NewMemoryStore returns a facade over db. A nil summarizer means the
+// heuristic one. A nil titler means the heuristic title, written in the
+// turn's first transaction; any other Titler runs in the background, so a
+// slow one (a model call) never blocks a turn.
 func NewMemoryStore(db *store.DB, summarizer Summarizer, titler Titler, log *slog.Logger) *MemoryStore {
 	if summarizer == nil {
 		summarizer = HeuristicSummarizer{}
-	}
-	if titler == nil {
-		titler = HeuristicTitler{}
 	}
 	if log == nil {
 		log = slog.Default()
@@ -77,14 +76,25 @@ type TurnStart struct {
 
 // BeginTurn creates the session if needed, locks its external-memory
 // selection, appends the input messages and marks the task running, in one
-// transaction. It then sets the title in the background. It returns the
-// external-memory selection in force.
+// transaction. A new session gets its title from the first user message. It
+// returns the external-memory selection in force.
 func (m *MemoryStore) BeginTurn(ctx context.Context, t TurnStart) ([]string, error) {
+	var first string
+	for _, msg := range t.Input {
+		if msg.Role == llm.RoleUser && msg.Content != "" {
+			first = msg.Content
+			break
+		}
+	}
+	var title string
+	if m.titler == nil {
+		title, _ = HeuristicTitler{}.Title(ctx, first)
+	}
 	var locked []string
 	var created bool
 	err := m.db.Update(ctx, func(tx *store.Tx) error {
 		var err error
-		if created, err = tx.CreateSession(ctx, store.Session{ID: t.SessionID, Source: t.Source}); err != nil {
+		if created, err = tx.CreateSession(ctx, store.Session{ID: t.SessionID, Source: t.Source, Title: title}); err != nil {
 			return err
 		}
 		if locked, err = tx.LockExternalMemory(ctx, t.SessionID, t.ExternalMemory); err != nil {
@@ -98,13 +108,8 @@ func (m *MemoryStore) BeginTurn(ctx context.Context, t TurnStart) ([]string, err
 	if err != nil {
 		return nil, fmt.Errorf("memory.BeginTurn: %w", err)
 	}
-	if created {
-		for _, msg := range t.Input {
-			if msg.Role == llm.RoleUser && msg.Content != "" {
-				m.ensureTitle(t.SessionID, msg.Content)
-				break
-			}
-		}
+	if created && m.titler != nil && first != "" {
+		m.ensureTitle(t.SessionID, first)
 	}
 	return locked, nil
 }

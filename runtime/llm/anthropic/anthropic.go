@@ -7,14 +7,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"mime"
 	"net/http"
 	"strings"
 	"time"
 
 	"github.com/nagent/nagent/runtime/llm"
+	"github.com/nagent/nagent/runtime/llm/internal/transport"
 )
 
 // providerName names this adapter in errors and logs.
@@ -54,7 +53,7 @@ type Config struct {
 // Provider calls the Anthropic Messages API.
 type Provider struct {
 	cfg      Config
-	endpoint string
+	endpoint transport.Endpoint
 }
 
 var _ llm.Provider = (*Provider)(nil)
@@ -84,7 +83,18 @@ func New(cfg Config) *Provider {
 	if strings.HasSuffix(base, "/v1") {
 		endpoint = base + "/messages"
 	}
-	return &Provider{cfg: cfg, endpoint: endpoint}
+	p := &Provider{cfg: cfg}
+	p.endpoint = transport.Endpoint{
+		Provider:      providerName,
+		URL:           endpoint,
+		Client:        cfg.HTTPClient,
+		Retry:         cfg.Retry,
+		Timeout:       cfg.Timeout,
+		SetHeaders:    p.setHeaders,
+		ParseResponse: parseResponse,
+		ReadStream:    readStream,
+	}
+	return p
 }
 
 // Chat performs one Messages call. With onDelta non-nil it streams and calls
@@ -92,14 +102,13 @@ func New(cfg Config) *Provider {
 func (p *Provider) Chat(ctx context.Context, req *llm.Request, onDelta llm.DeltaFunc) (*llm.Response, error) {
 	resp, err := p.chat(ctx, req, onDelta)
 	if err != nil {
-		return nil, fmt.Errorf("anthropic.Chat: %w", p.redact(err))
+		return nil, fmt.Errorf("anthropic.Chat: %w", transport.Redact(err, p.cfg.APIKey))
 	}
 	return resp, nil
 }
 
 func (p *Provider) chat(ctx context.Context, req *llm.Request, onDelta llm.DeltaFunc) (*llm.Response, error) {
-	stream := onDelta != nil
-	wire, err := buildRequest(req, p.cfg.DefaultMaxTokens, stream)
+	wire, err := buildRequest(req, p.cfg.DefaultMaxTokens, onDelta != nil)
 	if err != nil {
 		return nil, err
 	}
@@ -107,70 +116,15 @@ func (p *Provider) chat(ctx context.Context, req *llm.Request, onDelta llm.Delta
 	if err != nil {
 		return nil, fmt.Errorf("encode request: %w", err)
 	}
-	attempts := 0
-	httpResp, err := p.cfg.Retry.Do(ctx, providerName, func(ctx context.Context) (*http.Response, error) {
-		attempts++
-		hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, p.endpoint, bytes.NewReader(body))
-		if err != nil {
-			return nil, err
-		}
-		p.setHeaders(hreq.Header, stream)
-		return llm.SendAttempt(ctx, p.cfg.HTTPClient, hreq, p.cfg.Timeout, stream)
-	})
-	if err != nil {
-		return nil, err
-	}
-	defer httpResp.Body.Close()
-
-	if stream && !isJSON(httpResp.Header.Get("Content-Type")) {
-		resp, err := readStream(httpResp.Body, onDelta, attempts)
-		if err != nil && ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		return resp, err
-	}
-	var buf bytes.Buffer
-	if _, err := buf.ReadFrom(httpResp.Body); err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		return nil, fmt.Errorf("read response: %w", err)
-	}
-	resp, err := parseResponse(buf.Bytes(), attempts)
-	if err != nil {
-		return nil, err
-	}
-	if stream && (resp.Content != "" || resp.ReasoningContent != "") {
-		onDelta(llm.Delta{Content: resp.Content, ReasoningContent: resp.ReasoningContent})
-	}
-	return resp, nil
+	return p.endpoint.Post(ctx, body, onDelta)
 }
 
-func (p *Provider) setHeaders(h http.Header, stream bool) {
-	h.Set("Content-Type", "application/json")
-	if stream {
-		h.Set("Accept", "text/event-stream")
-	} else {
-		h.Set("Accept", "application/json")
-	}
+// setHeaders adds the API version and key.
+func (p *Provider) setHeaders(h http.Header) {
 	h.Set("anthropic-version", p.cfg.Version)
 	if p.cfg.APIKey != "" {
 		h.Set("x-api-key", p.cfg.APIKey)
 	}
-}
-
-// redact removes the API key from a provider's message.
-func (p *Provider) redact(err error) error {
-	var pe *llm.ProviderError
-	if p.cfg.APIKey != "" && errors.As(err, &pe) {
-		pe.Message = strings.ReplaceAll(pe.Message, p.cfg.APIKey, "[redacted]")
-	}
-	return err
-}
-
-func isJSON(contentType string) bool {
-	mt, _, _ := mime.ParseMediaType(contentType)
-	return mt == "application/json"
 }
 
 // messagesRequest is the Messages request body.

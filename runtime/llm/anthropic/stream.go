@@ -1,7 +1,6 @@
 package anthropic
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -11,66 +10,11 @@ import (
 	"strings"
 
 	"github.com/nagent/nagent/runtime/llm"
+	"github.com/nagent/nagent/runtime/llm/internal/transport"
 )
 
 // errStreamEnded reports a stream cut off before message_stop.
 var errStreamEnded = errors.New("stream ended early")
-
-// sseReader reads server-sent events: data lines are joined per event,
-// comments and unknown fields are skipped.
-type sseReader struct {
-	r *bufio.Reader
-}
-
-func newSSEReader(r io.Reader) *sseReader { return &sseReader{r: bufio.NewReaderSize(r, 32<<10)} }
-
-// next returns the event name and data of the next event, or io.EOF after
-// the last one.
-func (s *sseReader) next() (event string, data []byte, err error) {
-	var buf bytes.Buffer
-	hasData := false
-	for {
-		line, rerr := s.r.ReadString('\n')
-		if rerr != nil && rerr != io.EOF {
-			return "", nil, rerr
-		}
-		if rerr == io.EOF && line == "" {
-			if hasData {
-				return event, buf.Bytes(), nil
-			}
-			return "", nil, io.EOF
-		}
-		line = strings.TrimRight(line, "\r\n")
-		switch {
-		case line == "":
-			if hasData {
-				return event, buf.Bytes(), nil
-			}
-			event = ""
-		case line[0] == ':':
-			// comment
-		default:
-			field, value, _ := strings.Cut(line, ":")
-			value = strings.TrimPrefix(value, " ")
-			switch field {
-			case "data":
-				if hasData {
-					buf.WriteByte('\n')
-				}
-				buf.WriteString(value)
-				hasData = true
-			case "event":
-				event = value
-			}
-		}
-		if rerr == io.EOF {
-			if hasData {
-				return event, buf.Bytes(), nil
-			}
-			return "", nil, io.EOF
-		}
-	}
-}
 
 // streamEvent is the data of any Messages stream event.
 type streamEvent struct {
@@ -107,9 +51,9 @@ func readStream(body io.Reader, onDelta llm.DeltaFunc, attempts int) (*llm.Respo
 		stopReason        string
 		done              bool
 	)
-	events := newSSEReader(body)
+	events := transport.NewReader(body)
 	for !done {
-		_, data, err := events.next()
+		_, data, err := events.Next()
 		if err == io.EOF {
 			break
 		}

@@ -4,17 +4,16 @@
 package openai
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"mime"
 	"net/http"
 	"strings"
 	"time"
 
 	"github.com/nagent/nagent/runtime/llm"
+	"github.com/nagent/nagent/runtime/llm/internal/transport"
 )
 
 // providerName names this adapter in errors and logs.
@@ -46,7 +45,7 @@ type Config struct {
 // Provider calls an OpenAI-compatible chat-completions endpoint.
 type Provider struct {
 	cfg      Config
-	endpoint string
+	endpoint transport.Endpoint
 }
 
 var _ llm.Provider = (*Provider)(nil)
@@ -62,7 +61,18 @@ func New(cfg Config) *Provider {
 	case cfg.Timeout < 0:
 		cfg.Timeout = 0
 	}
-	return &Provider{cfg: cfg, endpoint: strings.TrimRight(cfg.BaseURL, "/") + "/chat/completions"}
+	p := &Provider{cfg: cfg}
+	p.endpoint = transport.Endpoint{
+		Provider:      providerName,
+		URL:           strings.TrimRight(cfg.BaseURL, "/") + "/chat/completions",
+		Client:        cfg.HTTPClient,
+		Retry:         cfg.Retry,
+		Timeout:       cfg.Timeout,
+		SetHeaders:    p.setHeaders,
+		ParseResponse: parseResponse,
+		ReadStream:    readStream,
+	}
+	return p
 }
 
 // Chat performs one chat completion. With onDelta non-nil it streams and
@@ -70,85 +80,27 @@ func New(cfg Config) *Provider {
 func (p *Provider) Chat(ctx context.Context, req *llm.Request, onDelta llm.DeltaFunc) (*llm.Response, error) {
 	resp, err := p.chat(ctx, req, onDelta)
 	if err != nil {
-		return nil, fmt.Errorf("openai.Chat: %w", p.redact(err))
+		return nil, fmt.Errorf("openai.Chat: %w", transport.Redact(err, p.cfg.APIKey))
 	}
 	return resp, nil
 }
 
 func (p *Provider) chat(ctx context.Context, req *llm.Request, onDelta llm.DeltaFunc) (*llm.Response, error) {
-	stream := onDelta != nil
-	body, err := json.Marshal(buildRequest(req, stream))
+	body, err := json.Marshal(buildRequest(req, onDelta != nil))
 	if err != nil {
 		return nil, fmt.Errorf("encode request: %w", err)
 	}
-	attempts := 0
-	httpResp, err := p.cfg.Retry.Do(ctx, providerName, func(ctx context.Context) (*http.Response, error) {
-		attempts++
-		hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, p.endpoint, bytes.NewReader(body))
-		if err != nil {
-			return nil, err
-		}
-		p.setHeaders(hreq.Header, stream)
-		return llm.SendAttempt(ctx, p.cfg.HTTPClient, hreq, p.cfg.Timeout, stream)
-	})
-	if err != nil {
-		return nil, err
-	}
-	defer httpResp.Body.Close()
-
-	if stream && !isJSON(httpResp.Header.Get("Content-Type")) {
-		resp, err := readStream(httpResp.Body, onDelta, attempts)
-		if err != nil && ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		return resp, err
-	}
-	// A server that ignored "stream" answers one JSON document.
-	var buf bytes.Buffer
-	if _, err := buf.ReadFrom(httpResp.Body); err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		return nil, fmt.Errorf("read response: %w", err)
-	}
-	resp, err := parseResponse(buf.Bytes(), attempts)
-	if err != nil {
-		return nil, err
-	}
-	if stream && (resp.Content != "" || resp.ReasoningContent != "") {
-		onDelta(llm.Delta{Content: resp.Content, ReasoningContent: resp.ReasoningContent})
-	}
-	return resp, nil
+	return p.endpoint.Post(ctx, body, onDelta)
 }
 
-func (p *Provider) setHeaders(h http.Header, stream bool) {
-	h.Set("Content-Type", "application/json")
-	if stream {
-		h.Set("Accept", "text/event-stream")
-	} else {
-		h.Set("Accept", "application/json")
-	}
+// setHeaders adds authentication and the configured extra headers.
+func (p *Provider) setHeaders(h http.Header) {
 	if p.cfg.APIKey != "" {
 		h.Set("Authorization", "Bearer "+p.cfg.APIKey)
 	}
 	for k, v := range p.cfg.ExtraHeaders {
 		h.Set(k, v)
 	}
-}
-
-// redact removes the API key from a provider's message (some echo a
-// rejected key back).
-func (p *Provider) redact(err error) error {
-	var pe *llm.ProviderError
-	if p.cfg.APIKey != "" && errors.As(err, &pe) {
-		pe.Message = strings.ReplaceAll(pe.Message, p.cfg.APIKey, "[redacted]")
-	}
-	return err
-}
-
-func isJSON(contentType string) bool {
-	mt, _, _ := mime.ParseMediaType(contentType)
-	return mt == "application/json"
 }
 
 // chatRequest is the chat-completions request body.
