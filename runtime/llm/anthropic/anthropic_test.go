@@ -4,10 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"net/http"
-	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -15,26 +11,17 @@ import (
 
 	"github.com/nagent/nagent/runtime/llm"
 	"github.com/nagent/nagent/runtime/llm/anthropic"
+	"github.com/nagent/nagent/runtime/llm/internal/providertest"
 	"github.com/nagent/nagent/runtime/llm/scripted"
 )
 
 const testKey = "sk-ant-test-secret"
 
-var fastRetry = llm.RetryPolicy{MaxAttempts: 3, BaseDelay: time.Millisecond, MaxDelay: 5 * time.Millisecond}
-
-// MustStart starts a scripted server that closes with the test.
-func MustStart(tb testing.TB, replies ...scripted.Reply) *scripted.Server {
-	tb.Helper()
-	srv := scripted.Start(replies...)
-	tb.Cleanup(srv.Close)
-	return srv
-}
-
 // NewProvider returns an adapter for srv with fast retries; edit adjusts
 // the config.
 func NewProvider(tb testing.TB, srv *scripted.Server, edit func(*anthropic.Config)) *anthropic.Provider {
 	tb.Helper()
-	cfg := anthropic.Config{BaseURL: srv.RootURL(), APIKey: testKey, Retry: fastRetry, Timeout: 5 * time.Second}
+	cfg := anthropic.Config{BaseURL: srv.RootURL(), APIKey: testKey, Retry: providertest.FastRetry, Timeout: 5 * time.Second}
 	if edit != nil {
 		edit(&cfg)
 	}
@@ -45,18 +32,6 @@ func ptr[T any](v T) *T { return &v }
 
 func userRequest(text string) *llm.Request {
 	return &llm.Request{Model: "claude-test", Messages: []llm.Message{{Role: llm.RoleUser, Content: text}}}
-}
-
-// collect returns a DeltaFunc recording deltas as "C:…" and "R:…".
-func collect(out *[]string) llm.DeltaFunc {
-	return func(d llm.Delta) {
-		if d.ReasoningContent != "" {
-			*out = append(*out, "R:"+d.ReasoningContent)
-		}
-		if d.Content != "" {
-			*out = append(*out, "C:"+d.Content)
-		}
-	}
 }
 
 var weatherTool = llm.ToolSpec{
@@ -145,28 +120,17 @@ var requestBodyTests = []struct {
 func TestRequestBody(t *testing.T) {
 	for _, tt := range requestBodyTests {
 		t.Run(tt.name, func(t *testing.T) {
-			srv := MustStart(t, scripted.Reply{Content: "ok"})
+			srv := providertest.MustStart(t, scripted.Reply{Content: "ok"})
 			if _, err := NewProvider(t, srv, nil).Chat(context.Background(), &tt.req, nil); err != nil {
 				t.Fatalf("Chat: %v", err)
 			}
-			var got, want any
-			if err := json.Unmarshal(srv.Requests()[0].Body, &got); err != nil {
-				t.Fatal(err)
-			}
-			if err := json.Unmarshal([]byte(tt.want), &want); err != nil {
-				t.Fatalf("bad want: %v", err)
-			}
-			if !reflect.DeepEqual(got, want) {
-				g, _ := json.Marshal(got)
-				w, _ := json.Marshal(want)
-				t.Errorf("body =\n%s\nwant\n%s", g, w)
-			}
+			providertest.AssertBody(t, srv.Requests()[0].Body, tt.want)
 		})
 	}
 }
 
 func TestRequestUnknownRole(t *testing.T) {
-	srv := MustStart(t)
+	srv := providertest.MustStart(t)
 	req := &llm.Request{Model: "c", Messages: []llm.Message{{Role: "developer", Content: "x"}}}
 	_, err := NewProvider(t, srv, nil).Chat(context.Background(), req, nil)
 	if err == nil || !strings.Contains(err.Error(), `unknown role "developer"`) || len(srv.Requests()) != 0 {
@@ -177,7 +141,7 @@ func TestRequestUnknownRole(t *testing.T) {
 // TestToolRoundTrip checks that a tool conversation survives the trip
 // through the Anthropic wire format, as the scripted server reads it back.
 func TestToolRoundTrip(t *testing.T) {
-	srv := MustStart(t, scripted.Reply{Content: "done"})
+	srv := providertest.MustStart(t, scripted.Reply{Content: "done"})
 	msgs := []llm.Message{
 		{Role: llm.RoleSystem, Content: "sys"},
 		{Role: llm.RoleUser, Content: "go"},
@@ -219,7 +183,7 @@ var headerTests = []struct {
 func TestRequestHeaders(t *testing.T) {
 	for _, tt := range headerTests {
 		t.Run(tt.name, func(t *testing.T) {
-			srv := MustStart(t, scripted.Reply{Content: "ok"})
+			srv := providertest.MustStart(t, scripted.Reply{Content: "ok"})
 			cfg := tt.cfg
 			cfg.BaseURL = tt.base(srv) + "/"
 			if _, err := anthropic.New(cfg).Chat(context.Background(), userRequest("hi"), nil); err != nil {
@@ -276,11 +240,11 @@ func TestChat(t *testing.T) {
 				name += "Stream"
 			}
 			t.Run(name, func(t *testing.T) {
-				srv := MustStart(t, tt.reply)
+				srv := providertest.MustStart(t, tt.reply)
 				var deltas []string
 				var onDelta llm.DeltaFunc
 				if stream {
-					onDelta = collect(&deltas)
+					onDelta = providertest.Collect(&deltas)
 				}
 				got, err := NewProvider(t, srv, nil).Chat(context.Background(), userRequest("hi"), onDelta)
 				if err != nil {
@@ -289,7 +253,7 @@ func TestChat(t *testing.T) {
 				if got.ID != "msg_scripted_1" || got.Model != "claude-test" || len(got.Raw) == 0 {
 					t.Errorf("ID, Model, Raw = %q, %q, %d bytes", got.ID, got.Model, len(got.Raw))
 				}
-				assertResponse(t, got, &tt.want)
+				providertest.AssertResponse(t, got, &tt.want)
 				if stream && !reflect.DeepEqual(deltas, tt.wantDeltas) {
 					t.Errorf("deltas = %q, want %q", deltas, tt.wantDeltas)
 				}
@@ -301,94 +265,12 @@ func TestChat(t *testing.T) {
 	}
 }
 
-// wantFixture is the expected outcome of a testdata/stream case.
-type wantFixture struct {
-	ID               string         `json:"id"`
-	Model            string         `json:"model"`
-	Content          string         `json:"content"`
-	ReasoningContent string         `json:"reasoning_content"`
-	ToolCalls        []llm.ToolCall `json:"tool_calls"`
-	FinishReason     string         `json:"finish_reason"`
-	Usage            llm.Usage      `json:"usage"`
-	Deltas           []string       `json:"deltas"`
-	Error            string         `json:"error"`
-	ProviderError    bool           `json:"provider_error"`
-}
-
 // TestStreamConformance replays recorded event streams from testdata/stream:
 // NAME.sse is served as the response body, NAME.want.json is the outcome.
 func TestStreamConformance(t *testing.T) {
-	files, err := filepath.Glob("testdata/stream/*.sse")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no fixtures: %v", err)
-	}
-	for _, file := range files {
-		name := strings.TrimSuffix(filepath.Base(file), ".sse")
-		t.Run(name, func(t *testing.T) {
-			body := mustRead(t, file)
-			var want wantFixture
-			if err := json.Unmarshal(mustRead(t, strings.TrimSuffix(file, ".sse")+".want.json"), &want); err != nil {
-				t.Fatalf("want file: %v", err)
-			}
-			hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				w.Header().Set("Content-Type", "text/event-stream")
-				w.Write(body)
-			}))
-			defer hs.Close()
-			p := anthropic.New(anthropic.Config{BaseURL: hs.URL, Retry: fastRetry})
-			var deltas []string
-			got, err := p.Chat(context.Background(), userRequest("hi"), collect(&deltas))
-			if want.Error != "" {
-				var pe *llm.ProviderError
-				if err == nil || !strings.Contains(err.Error(), want.Error) || errors.As(err, &pe) != want.ProviderError {
-					t.Fatalf("err = %v, want %q (provider error: %v)", err, want.Error, want.ProviderError)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatalf("Chat: %v", err)
-			}
-			assertResponse(t, got, &llm.Response{
-				Content: want.Content, ReasoningContent: want.ReasoningContent, ToolCalls: want.ToolCalls,
-				FinishReason: want.FinishReason, Usage: want.Usage,
-			})
-			if (want.ID != "" && got.ID != want.ID) || (want.Model != "" && got.Model != want.Model) {
-				t.Errorf("ID, Model = %q, %q; want %q, %q", got.ID, got.Model, want.ID, want.Model)
-			}
-			if want.Deltas != nil && !reflect.DeepEqual(deltas, want.Deltas) {
-				t.Errorf("deltas = %q, want %q", deltas, want.Deltas)
-			}
-		})
-	}
-}
-
-func mustRead(tb testing.TB, path string) []byte {
-	tb.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return b
-}
-
-// assertResponse compares the normalised fields of got with want.
-func assertResponse(tb testing.TB, got, want *llm.Response) {
-	tb.Helper()
-	if got.Content != want.Content {
-		tb.Errorf("Content = %q, want %q", got.Content, want.Content)
-	}
-	if got.ReasoningContent != want.ReasoningContent {
-		tb.Errorf("ReasoningContent = %q, want %q", got.ReasoningContent, want.ReasoningContent)
-	}
-	if (len(got.ToolCalls) != 0 || len(want.ToolCalls) != 0) && !reflect.DeepEqual(got.ToolCalls, want.ToolCalls) {
-		tb.Errorf("ToolCalls = %+v, want %+v", got.ToolCalls, want.ToolCalls)
-	}
-	if got.FinishReason != want.FinishReason {
-		tb.Errorf("FinishReason = %q, want %q", got.FinishReason, want.FinishReason)
-	}
-	if got.Usage != want.Usage {
-		tb.Errorf("Usage = %+v, want %+v", got.Usage, want.Usage)
-	}
+	providertest.RunStreamFixtures(t, "testdata/stream", userRequest("hi"), func(baseURL string) llm.Provider {
+		return anthropic.New(anthropic.Config{BaseURL: baseURL, Retry: providertest.FastRetry})
+	})
 }
 
 var failureTests = []struct {
@@ -452,7 +334,7 @@ var failureTests = []struct {
 func TestChatFailures(t *testing.T) {
 	for _, tt := range failureTests {
 		t.Run(tt.name, func(t *testing.T) {
-			srv := MustStart(t, tt.replies...)
+			srv := providertest.MustStart(t, tt.replies...)
 			var onDelta llm.DeltaFunc
 			if tt.stream {
 				onDelta = func(llm.Delta) {}
@@ -488,7 +370,7 @@ func TestChatFailures(t *testing.T) {
 }
 
 func TestChatCancel(t *testing.T) {
-	srv := MustStart(t, scripted.Reply{Delay: 10 * time.Second})
+	srv := providertest.MustStart(t, scripted.Reply{Delay: 10 * time.Second})
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(50*time.Millisecond, cancel)
 	start := time.Now()

@@ -2,40 +2,24 @@ package openai_test
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
-	"net/http"
-	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/nagent/nagent/runtime/llm"
+	"github.com/nagent/nagent/runtime/llm/internal/providertest"
 	"github.com/nagent/nagent/runtime/llm/openai"
 	"github.com/nagent/nagent/runtime/llm/scripted"
 )
 
 const testKey = "sk-test-secret-key"
 
-// fastRetry keeps retrying tests quick.
-var fastRetry = llm.RetryPolicy{MaxAttempts: 3, BaseDelay: time.Millisecond, MaxDelay: 5 * time.Millisecond}
-
-// MustStart starts a scripted server that closes with the test.
-func MustStart(tb testing.TB, replies ...scripted.Reply) *scripted.Server {
-	tb.Helper()
-	srv := scripted.Start(replies...)
-	tb.Cleanup(srv.Close)
-	return srv
-}
-
 // NewProvider returns an adapter for srv with fast retries; edit adjusts
 // the config.
 func NewProvider(tb testing.TB, srv *scripted.Server, edit func(*openai.Config)) *openai.Provider {
 	tb.Helper()
-	cfg := openai.Config{BaseURL: srv.URL(), APIKey: testKey, Retry: fastRetry, Timeout: 5 * time.Second}
+	cfg := openai.Config{BaseURL: srv.URL(), APIKey: testKey, Retry: providertest.FastRetry, Timeout: 5 * time.Second}
 	if edit != nil {
 		edit(&cfg)
 	}
@@ -46,18 +30,6 @@ func ptr[T any](v T) *T { return &v }
 
 func userRequest(text string) *llm.Request {
 	return &llm.Request{Model: "gpt-test", Messages: []llm.Message{{Role: llm.RoleUser, Content: text}}}
-}
-
-// collect returns a DeltaFunc recording deltas as "C:…" and "R:…".
-func collect(out *[]string) llm.DeltaFunc {
-	return func(d llm.Delta) {
-		if d.ReasoningContent != "" {
-			*out = append(*out, "R:"+d.ReasoningContent)
-		}
-		if d.Content != "" {
-			*out = append(*out, "C:"+d.Content)
-		}
-	}
 }
 
 var weatherArgs = `{"city":"Paris","unit":"celsius"}`
@@ -98,7 +70,7 @@ var chatTests = []struct {
 func TestChat(t *testing.T) {
 	for _, tt := range chatTests {
 		t.Run(tt.name, func(t *testing.T) {
-			srv := MustStart(t, tt.reply)
+			srv := providertest.MustStart(t, tt.reply)
 			got, err := NewProvider(t, srv, nil).Chat(context.Background(), userRequest("hi"), nil)
 			if err != nil {
 				t.Fatalf("Chat: %v", err)
@@ -106,7 +78,7 @@ func TestChat(t *testing.T) {
 			if got.ID != "chatcmpl-scripted-1" || got.Model != "gpt-test" || len(got.Raw) == 0 {
 				t.Errorf("ID, Model, Raw = %q, %q, %d bytes", got.ID, got.Model, len(got.Raw))
 			}
-			assertResponse(t, got, &tt.want)
+			providertest.AssertResponse(t, got, &tt.want)
 			if reqs := srv.Requests(); len(reqs) != 1 || reqs[0].Stream {
 				t.Errorf("requests = %d, stream = %v; want 1 non-streaming", len(reqs), reqs[0].Stream)
 			}
@@ -151,13 +123,13 @@ var streamTests = []struct {
 func TestChatStream(t *testing.T) {
 	for _, tt := range streamTests {
 		t.Run(tt.name, func(t *testing.T) {
-			srv := MustStart(t, tt.reply)
+			srv := providertest.MustStart(t, tt.reply)
 			var deltas []string
-			got, err := NewProvider(t, srv, nil).Chat(context.Background(), userRequest("hi"), collect(&deltas))
+			got, err := NewProvider(t, srv, nil).Chat(context.Background(), userRequest("hi"), providertest.Collect(&deltas))
 			if err != nil {
 				t.Fatalf("Chat: %v", err)
 			}
-			assertResponse(t, got, &tt.want)
+			providertest.AssertResponse(t, got, &tt.want)
 			if !reflect.DeepEqual(deltas, tt.wantDeltas) {
 				t.Errorf("deltas = %q, want %q", deltas, tt.wantDeltas)
 			}
@@ -176,93 +148,10 @@ func TestChatStream(t *testing.T) {
 	}
 }
 
-// wantFixture is the expected outcome of a testdata/stream case.
-type wantFixture struct {
-	Model            string         `json:"model"`
-	Content          string         `json:"content"`
-	ReasoningContent string         `json:"reasoning_content"`
-	ToolCalls        []llm.ToolCall `json:"tool_calls"`
-	FinishReason     string         `json:"finish_reason"`
-	Usage            llm.Usage      `json:"usage"`
-	Deltas           []string       `json:"deltas"`
-	Error            string         `json:"error"`
-	ProviderError    bool           `json:"provider_error"`
-}
-
 // TestStreamConformance replays recorded event streams from testdata/stream:
 // NAME.sse is served as the response body, NAME.want.json is the outcome.
 func TestStreamConformance(t *testing.T) {
-	files, err := filepath.Glob("testdata/stream/*.sse")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no fixtures: %v", err)
-	}
-	for _, file := range files {
-		name := strings.TrimSuffix(filepath.Base(file), ".sse")
-		t.Run(name, func(t *testing.T) {
-			body := mustRead(t, file)
-			var want wantFixture
-			if err := json.Unmarshal(mustRead(t, strings.TrimSuffix(file, ".sse")+".want.json"), &want); err != nil {
-				t.Fatalf("want file: %v", err)
-			}
-			hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				w.Header().Set("Content-Type", "text/event-stream")
-				w.Write(body)
-			}))
-			defer hs.Close()
-			p := openai.New(openai.Config{BaseURL: hs.URL, Retry: fastRetry})
-			var deltas []string
-			got, err := p.Chat(context.Background(), userRequest("hi"), collect(&deltas))
-			if want.Error != "" {
-				var pe *llm.ProviderError
-				if err == nil || !strings.Contains(err.Error(), want.Error) || errors.As(err, &pe) != want.ProviderError {
-					t.Fatalf("err = %v, want %q (provider error: %v)", err, want.Error, want.ProviderError)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatalf("Chat: %v", err)
-			}
-			assertResponse(t, got, &llm.Response{
-				Content: want.Content, ReasoningContent: want.ReasoningContent, ToolCalls: want.ToolCalls,
-				FinishReason: want.FinishReason, Usage: want.Usage,
-			})
-			if want.Model != "" && got.Model != want.Model {
-				t.Errorf("Model = %q, want %q", got.Model, want.Model)
-			}
-			if want.Deltas != nil && !reflect.DeepEqual(deltas, want.Deltas) {
-				t.Errorf("deltas = %q, want %q", deltas, want.Deltas)
-			}
-		})
-	}
-}
-
-func mustRead(tb testing.TB, path string) []byte {
-	tb.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return b
-}
-
-// assertResponse compares the normalised fields of got with want.
-func assertResponse(tb testing.TB, got, want *llm.Response) {
-	tb.Helper()
-	if got.Content != want.Content {
-		tb.Errorf("Content = %q, want %q", got.Content, want.Content)
-	}
-	if got.ReasoningContent != want.ReasoningContent {
-		tb.Errorf("ReasoningContent = %q, want %q", got.ReasoningContent, want.ReasoningContent)
-	}
-	if len(got.ToolCalls) != 0 || len(want.ToolCalls) != 0 {
-		if !reflect.DeepEqual(got.ToolCalls, want.ToolCalls) {
-			tb.Errorf("ToolCalls = %+v, want %+v", got.ToolCalls, want.ToolCalls)
-		}
-	}
-	if got.FinishReason != want.FinishReason {
-		tb.Errorf("FinishReason = %q, want %q", got.FinishReason, want.FinishReason)
-	}
-	if got.Usage != want.Usage {
-		tb.Errorf("Usage = %+v, want %+v", got.Usage, want.Usage)
-	}
+	providertest.RunStreamFixtures(t, "testdata/stream", userRequest("hi"), func(baseURL string) llm.Provider {
+		return openai.New(openai.Config{BaseURL: baseURL, Retry: providertest.FastRetry})
+	})
 }

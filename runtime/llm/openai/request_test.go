@@ -3,10 +3,10 @@ package openai_test
 import (
 	"context"
 	"encoding/json"
-	"reflect"
 	"testing"
 
 	"github.com/nagent/nagent/runtime/llm"
+	"github.com/nagent/nagent/runtime/llm/internal/providertest"
 	"github.com/nagent/nagent/runtime/llm/openai"
 	"github.com/nagent/nagent/runtime/llm/scripted"
 )
@@ -93,7 +93,7 @@ var requestBodyTests = []struct {
 func TestRequestBody(t *testing.T) {
 	for _, tt := range requestBodyTests {
 		t.Run(tt.name, func(t *testing.T) {
-			srv := MustStart(t, scripted.Reply{Content: "ok"})
+			srv := providertest.MustStart(t, scripted.Reply{Content: "ok"})
 			var onDelta llm.DeltaFunc
 			if tt.stream {
 				onDelta = func(llm.Delta) {}
@@ -101,18 +101,7 @@ func TestRequestBody(t *testing.T) {
 			if _, err := NewProvider(t, srv, nil).Chat(context.Background(), &tt.req, onDelta); err != nil {
 				t.Fatalf("Chat: %v", err)
 			}
-			var got, want any
-			if err := json.Unmarshal(srv.Requests()[0].Body, &got); err != nil {
-				t.Fatal(err)
-			}
-			if err := json.Unmarshal([]byte(tt.want), &want); err != nil {
-				t.Fatalf("bad want: %v", err)
-			}
-			if !reflect.DeepEqual(got, want) {
-				g, _ := json.Marshal(got)
-				w, _ := json.Marshal(want)
-				t.Errorf("body =\n%s\nwant\n%s", g, w)
-			}
+			providertest.AssertBody(t, srv.Requests()[0].Body, tt.want)
 		})
 	}
 }
@@ -133,7 +122,7 @@ var headerTests = []struct {
 func TestRequestHeaders(t *testing.T) {
 	for _, tt := range headerTests {
 		t.Run(tt.name, func(t *testing.T) {
-			srv := MustStart(t, scripted.Reply{Content: "ok"})
+			srv := providertest.MustStart(t, scripted.Reply{Content: "ok"})
 			cfg := tt.cfg
 			cfg.BaseURL = srv.URL() + "/" // a trailing slash is tolerated
 			if _, err := openai.New(cfg).Chat(context.Background(), userRequest("hi"), nil); err != nil {

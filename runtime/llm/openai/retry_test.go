@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/nagent/nagent/runtime/llm"
+	"github.com/nagent/nagent/runtime/llm/internal/providertest"
 	"github.com/nagent/nagent/runtime/llm/openai"
 	"github.com/nagent/nagent/runtime/llm/scripted"
 )
@@ -30,7 +31,7 @@ var failureTests = []struct {
 	{
 		name:         "429RetryAfterThenSuccess",
 		replies:      []scripted.Reply{{Status: 429, Header: map[string]string{"Retry-After": "1"}}, {Content: "ok"}},
-		wantRequests: 2, // Retry-After is capped by fastRetry.MaxDelay
+		wantRequests: 2, // Retry-After is capped by providertest.FastRetry.MaxDelay
 	},
 	{
 		name:         "503ThenSuccessStreaming",
@@ -114,7 +115,7 @@ var failureTests = []struct {
 func TestChatFailures(t *testing.T) {
 	for _, tt := range failureTests {
 		t.Run(tt.name, func(t *testing.T) {
-			srv := MustStart(t, tt.replies...)
+			srv := providertest.MustStart(t, tt.replies...)
 			var onDelta llm.DeltaFunc
 			if tt.stream {
 				onDelta = func(llm.Delta) {}
@@ -158,7 +159,7 @@ func TestChatCancel(t *testing.T) {
 	for _, stream := range []bool{false, true} {
 		name := map[bool]string{false: "Blocking", true: "Streaming"}[stream]
 		t.Run(name, func(t *testing.T) {
-			srv := MustStart(t, scripted.Reply{Delay: 10 * time.Second, Content: "late"})
+			srv := providertest.MustStart(t, scripted.Reply{Delay: 10 * time.Second, Content: "late"})
 			ctx, cancel := context.WithCancel(context.Background())
 			time.AfterFunc(50*time.Millisecond, cancel)
 			var onDelta llm.DeltaFunc
@@ -179,7 +180,7 @@ func TestChatCancel(t *testing.T) {
 		})
 	}
 	t.Run("MidStream", func(t *testing.T) {
-		srv := MustStart(t, scripted.Reply{Content: strings.Repeat("x", 300), ChunkSize: 1, ChunkDelay: 20 * time.Millisecond})
+		srv := providertest.MustStart(t, scripted.Reply{Content: strings.Repeat("x", 300), ChunkSize: 1, ChunkDelay: 20 * time.Millisecond})
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		deltas := 0

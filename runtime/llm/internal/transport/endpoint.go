@@ -47,9 +47,10 @@ type Endpoint struct {
 // answers one JSON document instead is read with ParseResponse and its
 // content and reasoning are passed to onDelta as a single increment.
 //
-// Failures of the exchange are *llm.ProviderError values (see
-// llm.RetryPolicy.Do). When ctx ends while the answer is read, Post returns
-// ctx.Err().
+// Failures answered by the provider or its transport are *llm.ProviderError
+// values, as llm.RetryPolicy.Do returns them; errors of the parse functions
+// pass through unchanged. When ctx ends while the answer is read, Post
+// returns ctx.Err() itself.
 func (e *Endpoint) Post(ctx context.Context, body []byte, onDelta llm.DeltaFunc) (*llm.Response, error) {
 	stream := onDelta != nil
 	attempts := 0
@@ -71,6 +72,11 @@ func (e *Endpoint) Post(ctx context.Context, body []byte, onDelta llm.DeltaFunc)
 		resp, err := e.ReadStream(httpResp.Body, onDelta, attempts)
 		if err != nil && ctx.Err() != nil {
 			return nil, ctx.Err()
+		}
+		if err == nil {
+			// Read what follows the final event (the chunked terminator) so
+			// the connection goes back to the pool instead of being closed.
+			io.CopyN(io.Discard, httpResp.Body, 4<<10)
 		}
 		return resp, err
 	}
@@ -106,17 +112,21 @@ func (e *Endpoint) setHeaders(h http.Header, stream bool) {
 	}
 }
 
+const minSecretLen = 8
+
 func isJSON(contentType string) bool {
 	mt, _, _ := mime.ParseMediaType(contentType)
 	return mt == "application/json"
 }
 
 // Redact removes secret from the message of a *llm.ProviderError in err's
-// chain (some providers echo a rejected key back) and returns err. An empty
-// secret leaves err alone.
+// chain (some providers echo a rejected key back) and returns err. Secrets
+// shorter than minSecretLen ("x", "EMPTY", "ollama": placeholders local
+// servers accept) are left alone, since replacing them would mangle the
+// message without protecting anything.
 func Redact(err error, secret string) error {
 	var pe *llm.ProviderError
-	if secret != "" && errors.As(err, &pe) {
+	if len(secret) >= minSecretLen && errors.As(err, &pe) {
 		pe.Message = strings.ReplaceAll(pe.Message, secret, "[redacted]")
 	}
 	return err

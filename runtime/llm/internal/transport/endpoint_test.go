@@ -14,11 +14,9 @@ import (
 	"time"
 
 	"github.com/nagent/nagent/runtime/llm"
+	"github.com/nagent/nagent/runtime/llm/internal/providertest"
 	"github.com/nagent/nagent/runtime/llm/internal/transport"
 )
-
-// fastRetry keeps retrying tests quick.
-var fastRetry = llm.RetryPolicy{MaxAttempts: 3, BaseDelay: time.Millisecond, MaxDelay: 5 * time.Millisecond}
 
 // recorder is the fake adapter behind an Endpoint: it records what Post
 // hands to its parse functions and answers with the response it is given.
@@ -28,7 +26,7 @@ type recorder struct {
 	parsed    []string // bodies given to ParseResponse
 	streamed  []string // bodies given to ReadStream
 	attempts  int      // attempts given to the last parse
-	readError func()   // called by ReadStream before it fails, when set
+	midStream func()   // called inside ReadStream, when set
 }
 
 func (r *recorder) parse(body []byte, attempts int) (*llm.Response, error) {
@@ -46,8 +44,8 @@ func (r *recorder) readStream(body io.Reader, onDelta llm.DeltaFunc, attempts in
 		return nil, err
 	}
 	r.streamed, r.attempts = append(r.streamed, string(b)), attempts
-	if r.readError != nil {
-		r.readError()
+	if r.midStream != nil {
+		r.midStream()
 	}
 	if r.err != nil {
 		return nil, r.err
@@ -66,7 +64,7 @@ func MustServe(tb testing.TB, rec *recorder, h http.HandlerFunc) *transport.Endp
 	return &transport.Endpoint{
 		Provider:      "fake",
 		URL:           hs.URL + "/v1/chat",
-		Retry:         fastRetry,
+		Retry:         providertest.FastRetry,
 		Timeout:       5 * time.Second,
 		SetHeaders:    func(h http.Header) { h.Set("X-Key", "k1") },
 		ParseResponse: rec.parse,
@@ -86,16 +84,22 @@ func answer(seen *[]http.Header, bodies *[]string, contentType, body string) htt
 	}
 }
 
-// collect returns a DeltaFunc recording deltas as "C:…" and "R:…".
-func collect(out *[]string) llm.DeltaFunc {
-	return func(d llm.Delta) {
-		if d.ReasoningContent != "" {
-			*out = append(*out, "R:"+d.ReasoningContent)
-		}
-		if d.Content != "" {
-			*out = append(*out, "C:"+d.Content)
-		}
+// eventStream returns a handler that answers every request with body as an
+// event stream.
+func eventStream(body string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, body)
 	}
+}
+
+// deltaSink returns nil, for a blocking call, or a DeltaFunc that drops
+// every increment, for a streaming one.
+func deltaSink(stream bool) llm.DeltaFunc {
+	if !stream {
+		return nil
+	}
+	return func(llm.Delta) {}
 }
 
 var postTests = []struct {
@@ -137,7 +141,7 @@ func TestPost(t *testing.T) {
 			var deltas []string
 			var onDelta llm.DeltaFunc
 			if tt.stream {
-				onDelta = collect(&deltas)
+				onDelta = providertest.Collect(&deltas)
 			}
 			got, err := e.Post(context.Background(), []byte(`{"q":1}`), onDelta)
 			if err != nil {
@@ -191,14 +195,9 @@ func TestPostRetries(t *testing.T) {
 					http.Error(w, "busy", http.StatusServiceUnavailable)
 					return
 				}
-				w.Header().Set("Content-Type", "text/event-stream")
-				io.WriteString(w, "ok")
+				eventStream("ok")(w, r)
 			})
-			var onDelta llm.DeltaFunc
-			if stream {
-				onDelta = func(llm.Delta) {}
-			}
-			if _, err := e.Post(context.Background(), []byte("{}"), onDelta); err != nil {
+			if _, err := e.Post(context.Background(), []byte("{}"), deltaSink(stream)); err != nil {
 				t.Fatalf("Post: %v", err)
 			}
 			if calls.Load() != 2 || rec.attempts != 2 {
@@ -226,16 +225,8 @@ func TestPostErrors(t *testing.T) {
 	})
 	for _, stream := range []bool{false, true} {
 		t.Run(fmt.Sprint("ParseError/Stream=", stream), func(t *testing.T) {
-			rec := &recorder{err: errParse}
-			e := MustServe(t, rec, func(w http.ResponseWriter, r *http.Request) {
-				w.Header().Set("Content-Type", "text/event-stream")
-				io.WriteString(w, "x")
-			})
-			var onDelta llm.DeltaFunc
-			if stream {
-				onDelta = func(llm.Delta) {}
-			}
-			if _, err := e.Post(context.Background(), []byte("{}"), onDelta); err != errParse {
+			e := MustServe(t, &recorder{err: errParse}, eventStream("x"))
+			if _, err := e.Post(context.Background(), []byte("{}"), deltaSink(stream)); err != errParse {
 				t.Fatalf("err = %v, want the parser's %v", err, errParse)
 			}
 		})
@@ -243,12 +234,9 @@ func TestPostErrors(t *testing.T) {
 	t.Run("CancelledWhileStreaming", func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
-		rec := &recorder{err: errors.New("read stream: connection reset"), readError: cancel}
-		e := MustServe(t, rec, func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set("Content-Type", "text/event-stream")
-			io.WriteString(w, "x")
-		})
-		if _, err := e.Post(ctx, []byte("{}"), func(llm.Delta) {}); err != context.Canceled {
+		rec := &recorder{err: errors.New("read stream: connection reset"), midStream: cancel}
+		e := MustServe(t, rec, eventStream("x"))
+		if _, err := e.Post(ctx, []byte("{}"), deltaSink(true)); err != context.Canceled {
 			t.Fatalf("err = %v, want context.Canceled itself", err)
 		}
 	})
@@ -259,7 +247,7 @@ func TestPostErrors(t *testing.T) {
 			w.Header().Set("Content-Length", "100")
 			io.WriteString(w, `{"partial":`)
 		})
-		_, err := e.Post(context.Background(), []byte("{}"), func(llm.Delta) {})
+		_, err := e.Post(context.Background(), []byte("{}"), deltaSink(true))
 		if err == nil || !strings.HasPrefix(err.Error(), "read response: ") || !errors.Is(err, io.ErrUnexpectedEOF) {
 			t.Fatalf("err = %v, want read response: unexpected EOF", err)
 		}
@@ -270,10 +258,11 @@ var redactTests = []struct {
 	name   string
 	err    error
 	secret string
-	want   string
+	want   string // the error text after Redact
 }{
-	{"ProviderError", &llm.ProviderError{Provider: "p", StatusCode: 401, Message: "bad key sk-1, sk-1", Attempts: 1}, "sk-1", "p provider answered HTTP 401 after 1 attempt(s): bad key [redacted], [redacted]"},
-	{"Wrapped", fmt.Errorf("op: %w", &llm.ProviderError{Provider: "p", Message: "key sk-1"}), "sk-1", "op: p provider: key [redacted]"},
+	{"ProviderError", &llm.ProviderError{Provider: "p", StatusCode: 401, Message: "bad key sk-live-1, sk-live-1", Attempts: 1}, "sk-live-1", "p provider answered HTTP 401 after 1 attempt(s): bad key [redacted], [redacted]"},
+	{"Joined", errors.Join(errors.New("op"), &llm.ProviderError{Provider: "p", Message: "key sk-live-1"}), "sk-live-1", "op\np provider: key [redacted]"},
+	{"PlaceholderKeyLeftAlone", &llm.ProviderError{Provider: "p", Message: "upstream exploded"}, "x", "p provider: upstream exploded"},
 	{"NoSecret", &llm.ProviderError{Provider: "p", Message: "key sk-1"}, "", "p provider: key sk-1"},
 	{"OtherError", errors.New("dial sk-1"), "sk-1", "dial sk-1"},
 }
