@@ -21,6 +21,7 @@ var commands = map[string]command{
 	"run":     {"run one turn and print the answer", cli.Run},
 	"chat":    {"talk with the agent in the terminal", cli.Chat},
 	"session": {"list, show or delete stored sessions", cli.Session},
+	"policy":  {"check, test and evaluate Rego policies; read their audit trail", cli.Policy},
 	"serve":   {"serve the OpenAI-compatible API", serve},
 }
 

@@ -17,8 +17,8 @@ base := {
 	"time": "2026-06-27T15:52:06Z",
 }
 
-# with(patch) is base with patch merged in (recursively).
-with(patch) := object.union(base, patch)
+# patched(patch) is base with patch merged in (recursively).
+patched(patch) := object.union(base, patch)
 
 allowed(d) if {
 	d.allow == true
@@ -43,87 +43,87 @@ test_safe_tool_allowed if {
 }
 
 test_safe_tool_allowed_at_expose if {
-	allowed(tools.decision) with input as with({"phase": "expose"})
+	allowed(tools.decision) with input as patched({"phase": "expose"})
 }
 
 test_medium_risk_allowed_in_cron if {
-	allowed(tools.decision) with input as with({"agent_context": "cron", "tool": {"risk_level": "medium"}})
+	allowed(tools.decision) with input as patched({"agent_context": "cron", "tool": {"risk_level": "medium"}})
 }
 
 test_disabled_denied if {
-	denied(tools.decision, "tool is disabled") with input as with({"tool": {"disabled": true}})
+	denied(tools.decision, "tool is disabled") with input as patched({"tool": {"disabled": true}})
 }
 
 test_managed_not_permitted_denied if {
-	d := tools.decision with input as with({"tool": {"name": "crm_export", "managed": true}, "permitted_managed_tools": ["crm_read"]})
+	d := tools.decision with input as patched({"tool": {"name": "crm_export", "managed": true}, "permitted_managed_tools": ["crm_read"]})
 	denied(d, "managed tool crm_export is not in this run's permitted_managed_tools")
 }
 
 test_managed_without_list_denied if {
-	inp := json.remove(with({"tool": {"name": "crm_export", "managed": true}}), ["permitted_managed_tools"])
+	inp := json.remove(patched({"tool": {"name": "crm_export", "managed": true}}), ["permitted_managed_tools"])
 	denied(tools.decision, "managed tool crm_export is not in this run's permitted_managed_tools") with input as inp
 }
 
 test_managed_permitted_allowed if {
-	d := tools.decision with input as with({"tool": {"name": "crm_export", "managed": true}, "permitted_managed_tools": ["crm_read", "crm_export"]})
+	d := tools.decision with input as patched({"tool": {"name": "crm_export", "managed": true}, "permitted_managed_tools": ["crm_read", "crm_export"]})
 	allowed(d)
 }
 
 test_safe_only_hides_agent_source if {
-	d := tools.decision with input as with({"tool_exposure_policy": "safe_only", "tool": {"source_type": "agent"}})
+	d := tools.decision with input as patched({"tool_exposure_policy": "safe_only", "tool": {"source_type": "agent"}})
 	denied(d, "tool_exposure_policy safe_only hides tools of source agent")
 }
 
 test_safe_only_keeps_other_sources if {
-	allowed(tools.decision) with input as with({"tool_exposure_policy": "safe_only", "tool": {"source_type": "mcp"}})
+	allowed(tools.decision) with input as patched({"tool_exposure_policy": "safe_only", "tool": {"source_type": "mcp"}})
 }
 
 test_default_exposure_keeps_agent_source if {
-	allowed(tools.decision) with input as with({"tool": {"source_type": "agent"}})
+	allowed(tools.decision) with input as patched({"tool": {"source_type": "agent"}})
 }
 
 test_execute_code_denied_in_cron if {
-	d := tools.decision with input as with({"agent_context": "cron", "tool": {"name": "execute_code"}})
+	d := tools.decision with input as patched({"agent_context": "cron", "tool": {"name": "execute_code"}})
 	denied(d, "execute_code is not available in a cron/unattended run")
 }
 
 test_execute_code_denied_unattended if {
-	d := tools.decision with input as with({"agent_context": "unattended", "tool": {"name": "execute_code"}})
+	d := tools.decision with input as patched({"agent_context": "unattended", "tool": {"name": "execute_code"}})
 	denied(d, "execute_code is not available in a cron/unattended run")
 }
 
 test_execute_code_allowed_for_primary_and_subagent if {
-	allowed(tools.decision) with input as with({"tool": {"name": "execute_code"}})
-	allowed(tools.decision) with input as with({"agent_context": "subagent", "tool": {"name": "execute_code"}})
+	allowed(tools.decision) with input as patched({"tool": {"name": "execute_code"}})
+	allowed(tools.decision) with input as patched({"agent_context": "subagent", "tool": {"name": "execute_code"}})
 }
 
 test_execute_code_never_confirms if {
-	allowed(tools.decision) with input as with({"tool": {"name": "execute_code", "risk_level": "high"}})
+	allowed(tools.decision) with input as patched({"tool": {"name": "execute_code", "risk_level": "high"}})
 }
 
 test_high_risk_confirms_in_interactive_contexts if {
 	every ctx in ["primary", "subagent", ""] {
-		d := tools.decision with input as with({"agent_context": ctx, "tool": {"name": "send_email", "risk_level": "high"}})
+		d := tools.decision with input as patched({"agent_context": ctx, "tool": {"name": "send_email", "risk_level": "high"}})
 		confirmed(d, "high-risk tool needs a human's confirmation")
 	}
 }
 
 test_high_risk_denied_where_no_human_answers if {
 	every ctx in ["cron", "unattended"] {
-		d := tools.decision with input as with({"agent_context": ctx, "tool": {"name": "send_email", "risk_level": "high"}})
+		d := tools.decision with input as patched({"agent_context": ctx, "tool": {"name": "send_email", "risk_level": "high"}})
 		denied(d, sprintf("high-risk tool needs a human's confirmation, and no human can answer in a %s run", [ctx]))
 	}
 }
 
 test_deny_reasons_win_over_confirm if {
-	d := tools.decision with input as with({"tool": {"risk_level": "high", "disabled": true}})
+	d := tools.decision with input as patched({"tool": {"risk_level": "high", "disabled": true}})
 	d.allow == false
 	d.confirm == false
 	d.reasons == ["tool is disabled"]
 }
 
 test_every_deny_reason_is_listed if {
-	d := tools.decision with input as with({"agent_context": "cron", "tool": {"name": "execute_code", "disabled": true}})
+	d := tools.decision with input as patched({"agent_context": "cron", "tool": {"name": "execute_code", "disabled": true}})
 	d.reasons == ["execute_code is not available in a cron/unattended run", "tool is disabled"]
 }
 
@@ -139,7 +139,7 @@ test_no_limits_no_constraints if {
 }
 
 test_unknown_phase_is_undefined if {
-	not tools.decision with input as with({"phase": "later"})
+	not tools.decision with input as patched({"phase": "later"})
 }
 
 test_missing_tool_is_undefined if {
