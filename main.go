@@ -23,6 +23,7 @@ var commands = map[string]command{
 	"session": {"list, show or delete stored sessions", cli.Session},
 	"policy":  {"check, test and evaluate Rego policies; read their audit trail", cli.Policy},
 	"serve":   {"serve the OpenAI-compatible API", serve},
+	"plugin":  {"install, list, remove or call WASM plugin tools", cli.Plugin},
 }
 
 func main() {

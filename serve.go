@@ -25,7 +25,10 @@ session. SIGINT or SIGTERM shuts down gracefully: in-flight turns may finish
 within server.shutdown_grace, then they are cancelled and recorded as such.
 
 API keys (server.api_keys or NAGENT_API_KEYS, comma-separated) are required
-on any address other than loopback; --insecure overrides that.`)
+on any address other than loopback; --insecure overrides that.
+
+WASM plugins in $NAGENT_HOME/plugins are reloaded when they change, so
+"nagent plugin install" and "nagent plugin remove" reach a running server.`)
 	addr := fs.String("addr", "", "listen address (default server.addr, 127.0.0.1:8080)")
 	insecure := fs.Bool("insecure", false, "allow a non-loopback address without API keys")
 	if code, ok := cli.Parse(fs, args, stdio); !ok {
@@ -43,7 +46,7 @@ on any address other than loopback; --insecure overrides that.`)
 		return cli.ExitUsage
 	}
 	log := slog.New(slog.NewJSONHandler(stdio.Err, &slog.HandlerOptions{Level: logLevel()}))
-	a, err := app.New(ctx, cfg, app.Options{Log: log, AllowNoModel: true})
+	a, err := app.New(ctx, cfg, app.Options{Log: log, AllowNoModel: true, WatchPlugins: true})
 	if err != nil {
 		return cli.Fail(stdio, err)
 	}

@@ -23,15 +23,17 @@ type runOutput struct {
 
 // Run is `nagent run [--session ID] [--json] PROMPT`.
 func Run(ctx context.Context, args []string, stdio IO) int {
-	fs := NewFlagSet(stdio, "run", "run [--session ID] [--json] PROMPT", `
+	fs := NewFlagSet(stdio, "run", "run [--session ID] [--memory LIST] [--json] PROMPT", `
 Runs one conversation turn and prints the final answer. The model may call
 tools on the way; the turn is stored in session memory, so --session ID
 continues a conversation (see "nagent session list").
 
 Examples:
   nagent run "What time is it in UTC?"
-  nagent run --session sess_1234 --json "And in Tokyo?"`)
+  nagent run --session sess_1234 --json "And in Tokyo?"
+  nagent run --memory builtin,external_memory_1 "现在几点了？"`)
 	session := fs.String("session", "", "continue this session instead of starting a new one")
+	memoryList := fs.String("memory", "", "external memory of a new session: comma-separated providers and projects (default: external_memory.enabled)")
 	asJSON := fs.Bool("json", false, "print a JSON object: session_id, content, status, iterations, usage")
 	if err := parse(fs, args); err != nil {
 		return Fail(stdio, err)
@@ -49,7 +51,8 @@ Examples:
 
 	res, err := a.Chat.Complete(ctx, chat.Request{
 		SessionID: *session, Source: "cli",
-		Messages: []llm.Message{{Role: llm.RoleUser, Content: prompt}},
+		Messages:       []llm.Message{{Role: llm.RoleUser, Content: prompt}},
+		ExternalMemory: splitList(*memoryList),
 	})
 	if err != nil {
 		return Fail(stdio, err)
@@ -65,6 +68,17 @@ Examples:
 		fmt.Fprintf(stdio.Err, "nagent: turn %s: %s (session %s)\n", res.Status, res.Error, res.SessionID)
 	}
 	return resultCode(res)
+}
+
+// splitList splits a comma-separated flag value; "" means nil (the default).
+func splitList(v string) []string {
+	var out []string
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 func resultCode(res *agent.Result) int {

@@ -108,6 +108,7 @@ func (s *Server) parseChatRequest(ctx context.Context, r *http.Request, body *Ch
 		chat: chat.Request{
 			SessionID: sessionID, Source: "api", Messages: input,
 			ClientTools: tools, Params: params, ToolChoice: choice,
+			ExternalMemory: externalMemory(body.Metadata),
 		},
 		model:  body.Model,
 		stream: body.Stream,

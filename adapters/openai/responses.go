@@ -124,6 +124,7 @@ func (s *Server) parseResponseRequest(ctx context.Context, r *http.Request, body
 		chat: chat.Request{
 			SessionID: sessionID, Source: "api", Messages: input,
 			ClientTools: tools, Params: params, ToolChoice: choice,
+			ExternalMemory: externalMemory(body.Metadata),
 		},
 		stream: body.Stream,
 		template: Response{

@@ -116,6 +116,7 @@ func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request) {
 	if s.app.ModelErr != nil {
 		checks["model"] = "not configured"
 	}
+	checks["policy"] = s.app.Policy.Status() // a broken policy file is reported, not fatal: the last good set serves
 	state := "ready"
 	if status != http.StatusOK {
 		state = "not ready"

@@ -31,6 +31,12 @@ type AgentGraphRunner struct {
 	Core   *core.AgentCore
 	Tools  ToolRunner
 	Memory *memory.MemoryStore
+	// External routes external memory (snapshot, prefetch, sync) to the
+	// providers each session enabled; nil means no external memory.
+	External *memory.ExternalMemoryManager
+	// Compressor keeps each request's history within its token budget; nil
+	// means no compression.
+	Compressor *memory.HistoryCompressor
 	// MaxIterations bounds the model calls of one turn (default 30).
 	MaxIterations int
 	// MaxQueuedPerSession bounds the turns waiting behind a running one;
@@ -98,13 +104,17 @@ func (r *AgentGraphRunner) Run(ctx context.Context, in RunInput, emit EmitFunc) 
 	if in.Exec.ToolExposurePolicy == "" {
 		in.Exec.ToolExposurePolicy = tools.ExposureDefault
 	}
-	if _, err := r.Memory.BeginTurn(context.WithoutCancel(ctx), memory.TurnStart{
+	if in.ExternalMemory == nil && r.External != nil {
+		in.ExternalMemory = r.External.Defaults()
+	}
+	enabled, err := r.Memory.BeginTurn(context.WithoutCancel(ctx), memory.TurnStart{
 		SessionID: in.SessionID, Source: in.Source, ExternalMemory: in.ExternalMemory, Input: in.Input,
-	}); err != nil {
+	})
+	if err != nil {
 		return nil, err
 	}
 
-	run := &run{r: r, in: in, emit: emit, log: r.logger().With("session_id", in.SessionID)}
+	run := &run{r: r, in: in, emit: emit, log: r.logger().With("session_id", in.SessionID), enabled: enabled}
 	state := StateLoadContext
 	for state != "" {
 		run.event(Event{Type: EventState, State: state})
@@ -139,6 +149,11 @@ type run struct {
 
 	frame     core.Frame
 	summary   string
+	enabled   []string // the session's external-memory selection
+	turnStart int      // index in frame.History of this turn's first input message
+	fixed     int      // estimated tokens of the request besides its history
+	compress  memory.Compression
+	freeze    *memory.SnapshotFreeze // a snapshot taken this turn, frozen at finalize
 	iteration int
 	usage     llm.Usage
 	model     string
@@ -188,19 +203,82 @@ func (s *run) loadContext(ctx context.Context) string {
 		return s.fail(ctx, ReasonStore, "loading the session failed", err)
 	}
 	s.summary = summary
+	s.turnStart = max(0, len(history)-len(s.in.Input))
 	defs := s.r.Tools.Definitions(ctx, s.in.Exec)
 	if len(s.in.ClientTools) > 0 {
 		defs = withoutNames(defs, s.in.ClientTools)
 	}
+	var snapshot, retrieved string
+	if ext := s.r.External; ext != nil {
+		defs = ext.FilterTools(defs, s.enabled)
+		var fails []memory.Failure
+		snapshot, s.freeze, fails = ext.Snapshot(ctx, s.in.SessionID, s.enabled)
+		s.warn(fails)
+		retrieved, fails = ext.PrefetchAll(ctx, s.in.SessionID, s.enabled, userText(s.in.Input))
+		s.warn(fails)
+	}
 	s.frame = core.Frame{
-		System:     core.SystemPrompt(s.in.Source, ""),
+		System:     core.SystemPrompt(s.in.Source, snapshot),
 		Tools:      defs,
 		ExtraTools: s.in.ClientTools,
 		History:    history,
 		Params:     s.in.Params,
 		ToolChoice: s.in.ToolChoice,
+		Retrieved:  retrieved,
+	}
+	if s.r.Compressor != nil {
+		s.fixed = frameTokens(&s.frame)
 	}
 	return StateCallLLM
+}
+
+// warn reports external-memory failures as warning events; the manager has
+// logged and counted them already.
+func (s *run) warn(fails []memory.Failure) {
+	for _, f := range fails {
+		s.event(Event{Type: EventWarning, Message: f.Error()})
+	}
+}
+
+// requestFrame is the frame of the next inference: the turn's frame with
+// its history compressed when it passes the token budget.
+func (s *run) requestFrame(ctx context.Context) *core.Frame {
+	if s.r.Compressor == nil {
+		return &s.frame
+	}
+	view, fails := s.r.Compressor.View(ctx, memory.CompressInput{
+		SessionID: s.in.SessionID, Enabled: s.enabled, Fixed: s.fixed, History: s.frame.History, State: &s.compress,
+	})
+	s.warn(fails)
+	if len(view) == len(s.frame.History) {
+		return &s.frame
+	}
+	f := s.frame
+	f.History = view
+	return &f
+}
+
+// frameTokens estimates the tokens of a frame's request besides its history.
+func frameTokens(f *core.Frame) int {
+	n := memory.EstimateTextTokens(f.System) + memory.EstimateTextTokens(f.Retrieved)
+	for _, d := range f.Tools {
+		n += memory.EstimateTextTokens(d.Name) + memory.EstimateTextTokens(d.Description) + memory.EstimateTextTokens(string(d.Parameters))
+	}
+	for _, t := range f.ExtraTools {
+		n += memory.EstimateTextTokens(t.Name) + memory.EstimateTextTokens(t.Description) + memory.EstimateTextTokens(string(t.Parameters))
+	}
+	return n
+}
+
+// userText is the text of a turn's user messages, the query of prefetch_all.
+func userText(msgs []llm.Message) string {
+	var parts []string
+	for _, m := range msgs {
+		if m.Role == llm.RoleUser && strings.TrimSpace(m.Content) != "" {
+			parts = append(parts, m.Content)
+		}
+	}
+	return strings.Join(parts, "\n")
 }
 
 func (s *run) callLLM(ctx context.Context) string {
@@ -213,7 +291,7 @@ func (s *run) callLLM(ctx context.Context) string {
 			s.event(Event{Type: EventDelta, Content: d.Content, ReasoningContent: d.ReasoningContent})
 		}
 	}
-	out, err := s.r.Core.Infer(ctx, &s.frame, onDelta)
+	out, err := s.r.Core.Infer(ctx, s.requestFrame(ctx), onDelta)
 	if err != nil {
 		if ctx.Err() != nil {
 			return s.interrupted(ctx)
@@ -348,15 +426,27 @@ func (s *run) finalize(ctx context.Context) {
 	if s.final != nil && s.status != memory.StatusCompleted {
 		history = append(history, *s.final)
 	}
+	// sync_all runs next to the final transaction: they write different stores.
+	var syncFails []memory.Failure
+	var synced sync.WaitGroup
+	if ext := s.r.External; ext != nil && s.status == memory.StatusCompleted && s.final != nil {
+		turn := memory.SyncTurn{
+			SessionID: s.in.SessionID, Source: s.in.Source, AgentContext: s.in.Exec.AgentContext,
+			User: userText(s.in.Input), Assistant: s.final.Content, Messages: s.frame.History[min(s.turnStart, len(s.frame.History)):],
+		}
+		synced.Go(func() { syncFails = ext.SyncAll(wctx, s.enabled, turn) })
+	}
 	err := s.r.Memory.Finalize(wctx, memory.TurnEnd{
 		SessionID: s.in.SessionID, Final: s.final, MessageStatus: s.finalMark,
 		Status: s.status, Iteration: s.iteration, Error: s.errMessage,
-		History: history, PreviousSummary: s.summary,
+		History: history, PreviousSummary: s.summary, Freeze: s.freeze,
 	})
 	if err != nil {
 		s.log.Error("finalize failed", "error", err)
 		s.event(Event{Type: EventWarning, Message: "the turn's final records could not be saved: " + err.Error()})
 	}
+	synced.Wait()
+	s.warn(syncFails)
 	res := &Result{
 		SessionID: s.in.SessionID, Status: s.status, Iterations: s.iteration,
 		Usage: s.usage, Error: s.errMessage, Reason: s.reason, Model: s.model,

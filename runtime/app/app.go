@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"path/filepath"
 	"time"
 
+	"github.com/nagent/nagent/policy"
 	"github.com/nagent/nagent/runtime/agent"
 	"github.com/nagent/nagent/runtime/chat"
 	"github.com/nagent/nagent/runtime/config"
@@ -19,6 +21,7 @@ import (
 	"github.com/nagent/nagent/runtime/memory"
 	"github.com/nagent/nagent/runtime/tools"
 	"github.com/nagent/nagent/store"
+	"github.com/nagent/nagent/wasm"
 )
 
 // App is the wired runtime.
@@ -26,11 +29,16 @@ type App struct {
 	Config   *config.Config
 	DB       *store.DB
 	Memory   *memory.MemoryStore
+	Policy   *policy.Engine
+	External *memory.ExternalMemoryManager
 	Tools    *tools.ToolService
 	Provider llm.Provider
 	Runner   *agent.AgentGraphRunner
 	Chat     *chat.ChatCompletionService
 	Log      *slog.Logger
+	// Plugins runs the WASM plugin tools of $NAGENT_HOME/plugins.
+	Plugins *wasm.Host
+	plugins *pluginHost
 	// ModelErr is set when Options.AllowNoModel let the runtime start
 	// without a model; it names the missing setting.
 	ModelErr error
@@ -49,6 +57,15 @@ type Options struct {
 	// (for a server that should still answer health checks); turns then
 	// fail with ModelErr.
 	AllowNoModel bool
+	// MemoryProviders are extra external-memory providers, routed by name
+	// like the configured ones (tests, embedders).
+	MemoryProviders []memory.Provider
+	// MemoryPolicy decides external-memory writes; nil means
+	// memory.DefaultWritePolicy.
+	MemoryPolicy memory.WritePolicy
+	// WatchPlugins reloads plugins when $NAGENT_HOME/plugins changes, so
+	// that `nagent plugin install` and `remove` reach a running server.
+	WatchPlugins bool
 }
 
 // OpenStore opens session memory only, for commands that never call a model.
@@ -87,14 +104,42 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 	}
 	db.Now = opts.Now
 
-	ts := tools.NewToolService(tools.RiskPolicy{}, tools.Options{
+	// A broken admin policy file does not stop the runtime: the engine
+	// serves the embedded defaults and reports the error (LastError, /readyz).
+	pol, err := policy.New(ctx, policy.Options{Dir: filepath.Join(cfg.Home, "policies"), Log: opts.Log, Audit: db})
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("app: %w", err)
+	}
+	if err := pol.Start(); err != nil {
+		opts.Log.Warn("policy hot reload is off", "err", err)
+	}
+	if opts.MemoryPolicy == nil {
+		opts.MemoryPolicy = memoryWritePolicy{pol}
+	}
+	ts := tools.NewToolService(pol, tools.Options{
 		MaxResultBytes: cfg.Agent.MaxToolResultBytes,
 		DefaultTimeout: cfg.Agent.ToolTimeout.Std(),
 		Now:            opts.Now,
 	})
 	if err := ts.Register(tools.CurrentTimeTool(opts.Now)); err != nil {
+		pol.Close()
 		db.Close()
 		return nil, fmt.Errorf("app: %w", err)
+	}
+
+	ext, compressor, err := newExternalMemory(cfg, db, ts, provider, opts)
+	if err != nil {
+		pol.Close()
+		db.Close()
+		return nil, err
+	}
+
+	plugins, err := newPlugins(ctx, cfg, db, ts, pol, opts)
+	if err != nil {
+		pol.Close()
+		db.Close()
+		return nil, err
 	}
 
 	mem := memory.NewMemoryStore(db, nil, nil, opts.Log)
@@ -102,14 +147,17 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 		Core:                &core.AgentCore{Provider: provider, Model: cfg.LLM.Model, Params: cfg.LLM.Params},
 		Tools:               ts,
 		Memory:              mem,
+		External:            ext,
+		Compressor:          compressor,
 		MaxIterations:       cfg.Agent.MaxIterations,
 		MaxQueuedPerSession: cfg.Server.MaxQueuedPerSession,
 		TurnTimeout:         cfg.Agent.TurnTimeout.Std(),
 		Log:                 opts.Log,
 	}
 	return &App{
-		Config: cfg, DB: db, Memory: mem, Tools: ts, Provider: provider,
+		Config: cfg, DB: db, Memory: mem, Policy: pol, External: ext, Tools: ts, Provider: provider,
 		Runner: runner, Chat: &chat.ChatCompletionService{Runner: runner}, Log: opts.Log, ModelErr: modelErr,
+		Plugins: plugins.host, plugins: plugins,
 	}, nil
 }
 
@@ -129,7 +177,22 @@ func NewProvider(cfg config.LLM, client *http.Client) llm.Provider {
 // Close waits for background work and closes the store.
 func (a *App) Close() error {
 	a.Memory.Wait()
+	// Plugins stop after their running calls, which audit into the store.
+	a.plugins.close()
+	a.Policy.Close() // flushes the audit trail before the store closes
 	return a.DB.Close()
+}
+
+// memoryWritePolicy lets the policy engine decide external-memory writes
+// (package nagent.memory).
+type memoryWritePolicy struct{ e *policy.Engine }
+
+func (p memoryWritePolicy) DecideWrite(ctx context.Context, in memory.MemoryWriteInput) (bool, []string, error) {
+	d, err := p.e.DecideMemoryWrite(ctx, policy.MemoryWrite{
+		Operation: in.Operation, Provider: in.Provider, Target: in.Target, AgentContext: in.AgentContext,
+		SessionID: in.SessionID, Source: in.Source, Trusted: in.Trusted, Time: in.Time,
+	})
+	return d.Allow, d.Reasons, err
 }
 
 // missingModel is the provider of a runtime started without a model.

@@ -26,9 +26,12 @@ type Config struct {
 	// File is the config file that was read, or "" when none exists.
 	File string `yaml:"-"`
 
-	LLM    LLM    `yaml:"llm"`
-	Agent  Agent  `yaml:"agent"`
-	Server Server `yaml:"server"`
+	LLM            LLM            `yaml:"llm"`
+	Agent          Agent          `yaml:"agent"`
+	Server         Server         `yaml:"server"`
+	ExternalMemory ExternalMemory `yaml:"external_memory"`
+	// Plugins configures WASM plugins by name (see Plugin).
+	Plugins map[string]Plugin `yaml:"plugins"`
 }
 
 // LLM selects and tunes the model provider.
@@ -109,6 +112,7 @@ func Defaults() Config {
 			MaxConcurrentTurns:  64,
 			ShutdownGrace:       Duration(10 * time.Second),
 		},
+		ExternalMemory: defaultExternalMemory(),
 	}
 }
 
@@ -150,6 +154,7 @@ func LoadEnv(getenv func(string) string) (*Config, error) {
 	if err := cfg.applyEnv(getenv); err != nil {
 		return nil, err
 	}
+	cfg.ExternalMemory.applyEnv(getenv)
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
@@ -210,7 +215,7 @@ func (c *Config) validate() error {
 	if c.LLM.MaxAttempts < 1 {
 		return fmt.Errorf("config: llm.max_attempts is %d; it must be at least 1", c.LLM.MaxAttempts)
 	}
-	return nil
+	return c.ExternalMemory.Validate()
 }
 
 // RequireLLM reports the first missing setting needed to call a model, naming

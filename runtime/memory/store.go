@@ -1,6 +1,8 @@
-// Package memory owns session memory: the MemoryStore facade that hides
-// SQLite from the loop, the rolling HeuristicSummarizer and background title
-// generation.
+// Package memory owns the Memory domain: session memory (the MemoryStore
+// facade that hides SQLite from the loop, the rolling HeuristicSummarizer,
+// background title generation), the ExternalMemoryManager that routes
+// external memory to the providers of runtime/memory/<provider>, and the
+// HistoryCompressor that keeps requests within their token budget.
 package memory
 
 import (
@@ -230,10 +232,14 @@ type TurnEnd struct {
 	Error           string
 	History         []llm.Message
 	PreviousSummary string
+	// Freeze, when set, is the external-memory snapshot this turn took; it
+	// is frozen for the session in the same transaction.
+	Freeze *SnapshotFreeze
 }
 
 // Finalize appends the final (or error) assistant message, overwrites the
-// summary and saves the final task state, in one transaction.
+// summary, freezes a new external-memory snapshot and saves the final task
+// state, in one transaction.
 func (m *MemoryStore) Finalize(ctx context.Context, e TurnEnd) error {
 	summary := m.summarize(ctx, e.PreviousSummary, e.History)
 	err := m.db.Update(ctx, func(tx *store.Tx) error {
@@ -244,6 +250,11 @@ func (m *MemoryStore) Finalize(ctx context.Context, e TurnEnd) error {
 		}
 		if err := tx.SaveSummary(ctx, e.SessionID, summary); err != nil {
 			return err
+		}
+		if e.Freeze != nil {
+			if err := tx.FreezeMemorySnapshot(ctx, *e.Freeze); err != nil {
+				return err
+			}
 		}
 		return tx.SaveTaskState(ctx, store.TaskState{SessionID: e.SessionID, Status: e.Status, IterationCount: e.Iteration, Error: e.Error})
 	})

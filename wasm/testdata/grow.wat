@@ -1,0 +1,8 @@
+;; grow: a WASI command that allocates memory, 1 MiB at a time, until the
+;; host refuses, then traps as an allocator that is out of memory would.
+(module
+  (memory (export "memory") 1)
+  (func (export "_start")
+    (loop $more
+      (br_if $more (i32.ne (memory.grow (i32.const 16)) (i32.const -1))))
+    unreachable))
