@@ -456,3 +456,21 @@ func TestModelsAndHealth(t *testing.T) {
 		}
 	}
 }
+
+// TestInternalErrorHidesDetails breaks the store under a running server: the
+// client gets a 500 OpenAI error that says nothing about the internals.
+func TestInternalErrorHidesDetails(t *testing.T) {
+	ts := MustServe(t, nil, scripted.Reply{Content: "unreachable"})
+	ts.app.DB.Close()
+	resp := ts.post(t, "/v1/chat/completions", hello)
+	if resp.StatusCode != 500 {
+		t.Fatalf("status = %d, want 500", resp.StatusCode)
+	}
+	e := decode[errorBody](t, resp.Body).Error
+	if e.Message != "internal error" || e.Type != "server_error" {
+		t.Errorf("error = %+v, want a bare internal error", e)
+	}
+	if len(ts.model.Requests()) != 0 {
+		t.Error("the model was called although the turn could not be recorded")
+	}
+}
