@@ -24,6 +24,9 @@ var commands = map[string]command{
 	"policy":  {"check, test and evaluate Rego policies; read their audit trail", cli.Policy},
 	"serve":   {"serve the OpenAI-compatible API", serve},
 	"plugin":  {"install, list, remove or call WASM plugin tools", cli.Plugin},
+	"mcp":     {"add, list, probe or remove MCP sites (remote tool servers)", cli.MCP},
+	"skills":  {"list, view or validate skills (SKILL.md packages)", cli.Skills},
+	"kb":      {"add, list, ingest, search or remove knowledge bases", cli.KB},
 }
 
 func main() {

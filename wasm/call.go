@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/tetratelabs/wazero"
-	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/experimental"
 	"github.com/tetratelabs/wazero/sys"
 
@@ -45,6 +44,8 @@ type response struct {
 var (
 	errCallTimeout    = errors.New("plugin call timed out")
 	errOutputOverflow = errors.New("plugin output over its limit")
+	// errStopped is what nagent.tick panics with to stop a call.
+	errStopped = errors.New("plugin call stopped")
 )
 
 // callTool runs one tool call.
@@ -123,16 +124,11 @@ func (p *plugin) run(ctx context.Context, spec runSpec) (out runOutcome) {
 	defer cancel()
 
 	// The cause of an interruption we started ourselves (output overflow).
+	// Cancelling callCtx stops the module at its next tick (loop_check) or
+	// loop head (close_on_context_done).
 	var cause atomic.Pointer[error]
-	var flag api.MutableGlobal
-	var flagMu sync.Mutex
 	interrupt := func(why error) {
 		cause.CompareAndSwap(nil, &why)
-		flagMu.Lock()
-		if flag != nil {
-			flag.Set(1)
-		}
-		flagMu.Unlock()
 		cancel()
 	}
 
@@ -166,15 +162,6 @@ func (p *plugin) run(ctx context.Context, spec runSpec) (out runOutcome) {
 	}
 	defer mod.Close(context.WithoutCancel(ctx))
 
-	if p.interrupt == InterruptLoopCheck {
-		g, _ := mod.ExportedGlobal(interruptExport).(api.MutableGlobal)
-		flagMu.Lock()
-		flag = g
-		flagMu.Unlock()
-		stop := context.AfterFunc(callCtx, func() { interrupt(context.Cause(callCtx)) })
-		defer stop()
-	}
-
 	fn := mod.ExportedFunction(spec.entry)
 	if fn == nil {
 		out.err = fmt.Errorf("plugin %s does not export %s", m.Name, spec.entry)
@@ -195,6 +182,8 @@ func (p *plugin) run(ctx context.Context, spec runSpec) (out runOutcome) {
 		if out.exitCode == sys.ExitCodeDeadlineExceeded || out.exitCode == sys.ExitCodeContextCanceled {
 			trapped = true // stopped by wazero's close-on-context-done
 		}
+	case errors.Is(callErr, errStopped):
+		trapped = true // stopped by nagent.tick
 	default:
 		trapped = true
 	}
@@ -287,20 +276,14 @@ func trapMessage(err error) string {
 	return first
 }
 
-// stderrTail is "; stderr: ..." with the end of stderr, or "".
+// stderrTail is "; stderr: ..." with the start of stderr, where runtimes
+// print the error before any trace, or "".
 func stderrTail(stderr []byte) string {
 	s := strings.TrimSpace(string(stderr))
 	if s == "" {
 		return ""
 	}
-	if len(s) > 500 {
-		cut := len(s) - 500
-		for cut < len(s) && s[cut]&0xc0 == 0x80 {
-			cut++
-		}
-		s = "…" + s[cut:]
-	}
-	return "; stderr: " + s
+	return "; stderr: " + truncate(s, 400)
 }
 
 func mib(n uint64) string {

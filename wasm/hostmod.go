@@ -56,6 +56,7 @@ var hostFunctions = map[string]hostFunction{
 	"kv_set":       {[]api.ValueType{i32, i32, i32, i32}, []api.ValueType{i32}, hostKVSet},
 	"kv_delete":    {[]api.ValueType{i32, i32}, []api.ValueType{i32}, hostKVDelete},
 	"last_result":  {[]api.ValueType{i32, i32}, []api.ValueType{i32}, hostLastResult},
+	tickFunction:   {nil, nil, hostTick},
 }
 
 // instantiateHostModule adds the nagent module to a plugin's runtime. The
@@ -117,8 +118,8 @@ func (st *callState) record(fn string, start time.Time, detail, outcome, errMsg 
 	})
 }
 
-// flushAudit stores a call's audit records in one transaction, even when
-// the call failed or was cancelled.
+// flushAudit hands a call's audit records to the auditor, even when the
+// call failed or was cancelled.
 func (p *plugin) flushAudit(ctx context.Context, st *callState) {
 	st.mu.Lock()
 	recs := st.audit
@@ -135,8 +136,15 @@ func (p *plugin) flushAudit(ctx context.Context, st *callState) {
 		}
 		return
 	}
-	if err := p.host.opts.Store.SavePluginHostCalls(context.WithoutCancel(ctx), recs); err != nil {
-		log.ErrorContext(ctx, "cannot audit plugin host calls", "plugin", p.manifest.Name, "calls", len(recs), "err", err)
+	p.host.audit.add(recs)
+}
+
+// tick() is imported by the loop-check rewrite (binary.go), never by
+// plugins themselves: it returns to the module unless the call must stop.
+// Being a Go call, it is also where Go's scheduler can preempt the plugin.
+func hostTick(ctx context.Context, _ *callState, _ api.Module, _ []uint64) {
+	if ctx.Err() != nil {
+		panic(errStopped)
 	}
 }
 

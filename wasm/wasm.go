@@ -57,18 +57,20 @@ type Interrupt string
 
 // Interrupt mechanisms.
 const (
-	// InterruptCloseOnContextDone uses wazero's WithCloseOnContextDone: the
-	// compiled code leaves to Go at every loop head to check the module,
-	// which lets Go's scheduler preempt a long-running plugin (a GC
-	// stop-the-world waits for every goroutine, native wasm code included)
-	// and stops it when its context ends. It is the default.
-	InterruptCloseOnContextDone Interrupt = "close_on_context_done"
-	// InterruptLoopCheck rewrites the module to test an interrupt flag at
-	// every loop head (see binary.go), which is much cheaper but never
-	// leaves native code: a plugin spinning in a loop then blocks any GC
-	// stop-the-world, and with it the timer that would stop it. Use it only
-	// for trusted, short-running plugins, and in benchmarks.
+	// InterruptLoopCheck rewrites the module to count loop iterations and
+	// leave to Go every 10,000 of them (see binary.go): there a call past
+	// its deadline is stopped, and Go's scheduler can preempt the plugin (a
+	// GC stop-the-world waits for every goroutine, and native wasm code
+	// cannot be preempted). It is the default; a module the rewriter does
+	// not understand falls back to InterruptCloseOnContextDone.
 	InterruptLoopCheck Interrupt = "loop_check"
+	// InterruptCloseOnContextDone uses wazero's WithCloseOnContextDone,
+	// which leaves to Go at every loop iteration: 10-36x slower on
+	// loop-heavy code (BenchmarkInterrupt).
+	InterruptCloseOnContextDone Interrupt = "close_on_context_done"
+	// InterruptNone never stops a running call. It exists to measure what
+	// the other mechanisms cost (BenchmarkInterrupt); do not use it.
+	InterruptNone Interrupt = "none"
 )
 
 // Options configure a Host. Zero fields take their defaults.
@@ -94,7 +96,7 @@ type Options struct {
 	// HTTPClient makes nagent.http_request calls (default: a client that
 	// re-checks allowed_hosts on every redirect).
 	HTTPClient *http.Client
-	// Interrupt selects the timeout mechanism (default InterruptCloseOnContextDone).
+	// Interrupt selects the timeout mechanism (default InterruptLoopCheck).
 	Interrupt Interrupt
 	Log       *slog.Logger
 	Now       func() time.Time
@@ -138,6 +140,7 @@ type Host struct {
 	byTool   map[string]*plugin
 	statuses []Status
 	closed   bool
+	audit    *auditor // nil without a Store
 	// notReady remembers directories that did not become ready, by
 	// directory, so an unchanged one is not compiled and checked again.
 	notReady map[string]Status
@@ -157,7 +160,7 @@ func NewHost(opts Options) (*Host, error) {
 		opts.Getenv = os.Getenv
 	}
 	if opts.Interrupt == "" {
-		opts.Interrupt = InterruptCloseOnContextDone
+		opts.Interrupt = InterruptLoopCheck
 	}
 	if opts.HTTPClient == nil {
 		opts.HTTPClient = &http.Client{}
@@ -171,7 +174,11 @@ func NewHost(opts Options) (*Host, error) {
 	} else {
 		cache = wazero.NewCompilationCache()
 	}
-	return &Host{opts: opts, cache: cache, plugins: map[string]*plugin{}, byTool: map[string]*plugin{}, notReady: map[string]Status{}}, nil
+	h := &Host{opts: opts, cache: cache, plugins: map[string]*plugin{}, byTool: map[string]*plugin{}, notReady: map[string]Status{}}
+	if opts.Store != nil {
+		h.audit = newAuditor(h)
+	}
+	return h, nil
 }
 
 // Dir is the plugins directory.
@@ -196,11 +203,13 @@ func (h *Host) Load(ctx context.Context) ([]Status, error) {
 
 	next := map[string]*plugin{}
 	var statuses []Status
+	seen := map[string]bool{}
 	for _, e := range entries {
 		if !e.IsDir() || strings.HasPrefix(e.Name(), ".") {
 			continue
 		}
 		dir := filepath.Join(h.opts.Dir, e.Name())
+		seen[dir] = true
 		st, p := h.loadOne(ctx, dir, old, true)
 		if p != nil && next[p.manifest.Name] != nil {
 			st.State, st.Error = StateError, fmt.Sprintf("another directory already holds plugin %s", p.manifest.Name)
@@ -210,6 +219,12 @@ func (h *Host) Load(ctx context.Context) ([]Status, error) {
 			next[p.manifest.Name] = p
 		}
 		statuses = append(statuses, st)
+	}
+
+	for dir := range h.notReady {
+		if !seen[dir] {
+			delete(h.notReady, dir)
+		}
 	}
 
 	// Tool names must be unique across plugins and must not shadow a tool
@@ -407,7 +422,18 @@ func (h *Host) Close(ctx context.Context) error {
 		p.calls.Wait()
 		p.close(ctx)
 	}
+	if h.audit != nil {
+		h.audit.close()
+	}
 	return h.cache.Close(ctx)
+}
+
+// SyncAudit waits until the audit records of the calls that ended so far
+// are in the store. Records are written in the background, batched.
+func (h *Host) SyncAudit(ctx context.Context) {
+	if h.audit != nil {
+		h.audit.sync(ctx)
+	}
 }
 
 func storeStates(statuses []Status) []store.PluginState {

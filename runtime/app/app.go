@@ -15,11 +15,14 @@ import (
 	"github.com/nagent/nagent/runtime/chat"
 	"github.com/nagent/nagent/runtime/config"
 	"github.com/nagent/nagent/runtime/core"
+	"github.com/nagent/nagent/runtime/knowledge"
 	"github.com/nagent/nagent/runtime/llm"
 	"github.com/nagent/nagent/runtime/llm/anthropic"
 	"github.com/nagent/nagent/runtime/llm/openai"
+	"github.com/nagent/nagent/runtime/mcp"
 	"github.com/nagent/nagent/runtime/memory"
 	"github.com/nagent/nagent/runtime/tools"
+	"github.com/nagent/nagent/skills"
 	"github.com/nagent/nagent/store"
 	"github.com/nagent/nagent/wasm"
 )
@@ -39,6 +42,13 @@ type App struct {
 	// Plugins runs the WASM plugin tools of $NAGENT_HOME/plugins.
 	Plugins *wasm.Host
 	plugins *pluginHost
+	// MCP keeps the MCP sites connected and their tools in the mcp slot.
+	MCP *mcp.Service
+	// Skills serves skills_list and skill_view.
+	Skills *skills.Service
+	// Knowledge searches the knowledge bases for search_knowledge.
+	Knowledge *knowledge.KnowledgeService
+	sources   *sourceRefresh
 	// ModelErr is set when Options.AllowNoModel let the runtime start
 	// without a model; it names the missing setting.
 	ModelErr error
@@ -64,7 +74,8 @@ type Options struct {
 	// memory.DefaultWritePolicy.
 	MemoryPolicy memory.WritePolicy
 	// WatchPlugins reloads plugins when $NAGENT_HOME/plugins changes, so
-	// that `nagent plugin install` and `remove` reach a running server.
+	// that `nagent plugin install` and `remove` reach a running server;
+	// it also re-reads skills and knowledge bases every few seconds.
 	WatchPlugins bool
 }
 
@@ -135,8 +146,29 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 		return nil, err
 	}
 
+	skillSvc, err := newSkills(ctx, cfg, ts, opts)
+	if err != nil {
+		pol.Close()
+		db.Close()
+		return nil, err
+	}
+	knowledgeSvc, err := newKnowledge(ctx, db, ts, opts)
+	if err != nil {
+		pol.Close()
+		db.Close()
+		return nil, err
+	}
+
 	plugins, err := newPlugins(ctx, cfg, db, ts, pol, opts)
 	if err != nil {
+		pol.Close()
+		db.Close()
+		return nil, err
+	}
+
+	mcpSvc, err := newMCP(ctx, cfg, db, ts, opts)
+	if err != nil {
+		plugins.close()
 		pol.Close()
 		db.Close()
 		return nil, err
@@ -154,10 +186,11 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 		TurnTimeout:         cfg.Agent.TurnTimeout.Std(),
 		Log:                 opts.Log,
 	}
+	sources := startSourceRefresh(ctx, skillSvc, knowledgeSvc, ts, opts)
 	return &App{
 		Config: cfg, DB: db, Memory: mem, Policy: pol, External: ext, Tools: ts, Provider: provider,
 		Runner: runner, Chat: &chat.ChatCompletionService{Runner: runner}, Log: opts.Log, ModelErr: modelErr,
-		Plugins: plugins.host, plugins: plugins,
+		Plugins: plugins.host, plugins: plugins, MCP: mcpSvc, Skills: skillSvc, Knowledge: knowledgeSvc, sources: sources,
 	}, nil
 }
 
@@ -177,8 +210,10 @@ func NewProvider(cfg config.LLM, client *http.Client) llm.Provider {
 // Close waits for background work and closes the store.
 func (a *App) Close() error {
 	a.Memory.Wait()
+	a.sources.close()
 	// Plugins stop after their running calls, which audit into the store.
 	a.plugins.close()
+	a.MCP.Close()
 	a.Policy.Close() // flushes the audit trail before the store closes
 	return a.DB.Close()
 }

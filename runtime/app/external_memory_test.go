@@ -561,7 +561,7 @@ func TestHolographicRetrieval(t *testing.T) {
 	for _, tl := range reqs[0].Tools {
 		names = append(names, tl.Name)
 	}
-	if got := strings.Join(names, ","); got != "get_current_time,external_memory,fact_add,fact_search,fact_feedback" {
+	if got := strings.Join(names, ","); got != "get_current_time,external_memory,fact_add,fact_search,fact_feedback,skills_list,skill_view" {
 		t.Errorf("tools = %s", got)
 	}
 	writes, _ := a.DB.ListMemoryWrites(ctx, "h1", 0)

@@ -32,6 +32,10 @@ type Config struct {
 	ExternalMemory ExternalMemory `yaml:"external_memory"`
 	// Plugins configures WASM plugins by name (see Plugin).
 	Plugins map[string]Plugin `yaml:"plugins"`
+	// MCP lists MCP servers whose tools join the mcp slot (see MCP).
+	MCP MCP `yaml:"mcp"`
+	// Skills adds skill directories (see Skills).
+	Skills Skills `yaml:"skills"`
 }
 
 // LLM selects and tunes the model provider.
