@@ -2,6 +2,7 @@ package wasm_test
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
@@ -67,7 +68,9 @@ func BenchmarkCompile(b *testing.B) {
 func benchEnv(b *testing.B, ex example, interrupt wasm.Interrupt) (*env, string) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok")) }))
 	b.Cleanup(srv.Close)
-	e := newEnv(b, wasm.Options{Interrupt: interrupt})
+	// Logs are discarded: fetch logs every call, and the benchmark measures
+	// the plugin runtime, not the terminal.
+	e := newEnv(b, wasm.Options{Interrupt: interrupt, Log: slog.New(slog.DiscardHandler)})
 	e.install(b, ex.build(b))
 	return e, ex.args(srv.URL)
 }

@@ -101,8 +101,6 @@ type callState struct {
 	tool   string
 	ec     tools.ExecutionContext
 
-	interrupt func(cause error)
-
 	mu         sync.Mutex
 	lastResult []byte
 	audit      []store.PluginHostCall
@@ -132,7 +130,7 @@ func (p *plugin) run(ctx context.Context, spec runSpec) (out runOutcome) {
 		cancel()
 	}
 
-	st := &callState{plugin: p, tool: spec.tool, ec: spec.ec, interrupt: interrupt}
+	st := &callState{plugin: p, tool: spec.tool, ec: spec.ec}
 	defer p.flushAudit(ctx, st)
 	callCtx = context.WithValue(callCtx, callStateKey{}, st)
 

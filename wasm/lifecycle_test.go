@@ -220,3 +220,52 @@ func TestInstallUpdateRemoveWithWatch(t *testing.T) {
 		t.Errorf("second remove: %v", err)
 	}
 }
+
+// TestConcurrentCallsDuringReloads: calls from several goroutines run while
+// the plugin is replaced again and again; every call ends in a result from
+// one version or the other, or says the tool just went away, and nothing
+// races (run with -race).
+func TestConcurrentCallsDuringReloads(t *testing.T) {
+	e := newEnv(t, wasm.Options{})
+	trap := fixture(t, "trap", "")
+	garbage, _ := os.ReadFile("testdata/garbage.wasm")
+	other := writeDir(t, "name: trap\nmodule: m.wasm\ntools: [{name: trap, description: now garbage}]\n", garbage)
+	e.install(t, trap)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	errs := make(chan string, 100)
+	done := make(chan struct{})
+	for range 8 {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for ctx.Err() == nil {
+				res := e.call(t, "trap", `{}`)
+				if res.Status != tools.StatusError || !(strings.Contains(res.Content, "integer divide by zero") ||
+					strings.Contains(res.Content, "wrote invalid output") || strings.Contains(res.Content, "does not exist") ||
+					strings.Contains(res.Content, "just been removed")) {
+					errs <- res.Content
+					return
+				}
+			}
+		}()
+	}
+	for i := range 10 {
+		src := trap
+		if i%2 == 0 {
+			src = other
+		}
+		if _, err := wasm.Install(ctx, src, e.dir, nil); err != nil {
+			t.Fatal(err)
+		}
+		load(t, e.host)
+	}
+	cancel()
+	for range 8 {
+		<-done
+	}
+	close(errs)
+	for msg := range errs {
+		t.Errorf("unexpected result during reloads: %s", msg)
+	}
+}

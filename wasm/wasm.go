@@ -65,7 +65,7 @@ const (
 	// not understand falls back to InterruptCloseOnContextDone.
 	InterruptLoopCheck Interrupt = "loop_check"
 	// InterruptCloseOnContextDone uses wazero's WithCloseOnContextDone,
-	// which leaves to Go at every loop iteration: 10-36x slower on
+	// which leaves to Go at every loop iteration: 2-34x slower on
 	// loop-heavy code (BenchmarkInterrupt).
 	InterruptCloseOnContextDone Interrupt = "close_on_context_done"
 	// InterruptNone never stops a running call. It exists to measure what
@@ -159,8 +159,12 @@ func NewHost(opts Options) (*Host, error) {
 	if opts.Getenv == nil {
 		opts.Getenv = os.Getenv
 	}
-	if opts.Interrupt == "" {
+	switch opts.Interrupt {
+	case "":
 		opts.Interrupt = InterruptLoopCheck
+	case InterruptLoopCheck, InterruptCloseOnContextDone, InterruptNone:
+	default:
+		return nil, fmt.Errorf("wasm.NewHost: unknown interrupt mechanism %q", opts.Interrupt)
 	}
 	if opts.HTTPClient == nil {
 		opts.HTTPClient = &http.Client{}

@@ -154,7 +154,16 @@ func (s *ToolService) SetSlot(source SourceType, defs []ToolDefinition, exec Exe
 			return fmt.Errorf("tools.SetSlot %s: %w: %s from slot %s is already registered as %s", source, ErrToolExists, r.def.Name, source, old.owner())
 		}
 	}
-	s.clearSlotLocked(source)
+	// Unroute only the names that leave the slot: a name that stays is
+	// routed to exec in one step, so a call that already looked up its
+	// definition never finds the name without an executor.
+	for _, r := range s.dynamic[source] {
+		if !names[r.def.Name] {
+			delete(s.tools, r.def.Name)
+			s.exec.Unroute(r.def.Name)
+		}
+	}
+	delete(s.dynamic, source)
 	for _, r := range slot {
 		s.tools[r.def.Name] = r
 		s.exec.Route(r.def.Name, exec)
