@@ -63,6 +63,31 @@ func parse(fs *flag.FlagSet, args []string) error {
 	return nil
 }
 
+// subcommand reads the subcommand of a command group ("nagent kb add ...").
+// It returns the subcommand, its flag set (titled with the subcommand's
+// synopsis from synopses) and the remaining arguments. When ok is false the
+// caller returns code: help was printed, or the subcommand is unknown.
+func subcommand(stdio IO, group, synopsis, about string, synopses map[string]string, args []string) (sub string, fs *flag.FlagSet, rest []string, code int, ok bool) {
+	top := NewFlagSet(stdio, group, synopsis, about)
+	if len(args) == 0 {
+		top.Usage()
+		return "", nil, nil, ExitUsage, false
+	}
+	sub, rest = args[0], args[1:]
+	switch sub {
+	case "-h", "-help", "--help", "help":
+		top.Usage()
+		return "", nil, nil, ExitOK, false
+	}
+	subSynopsis, known := synopses[sub]
+	if !known {
+		fmt.Fprintf(stdio.Err, "nagent %s: unknown subcommand %q\n", group, sub)
+		top.Usage()
+		return "", nil, nil, ExitUsage, false
+	}
+	return sub, NewFlagSet(stdio, group+" "+sub, subSynopsis, about), rest, ExitOK, true
+}
+
 // Logger returns the CLI's logger: text to stderr, at NAGENT_LOG_LEVEL
 // (default warn, so a chat is not interleaved with logs).
 func Logger(w io.Writer) *slog.Logger {

@@ -48,24 +48,10 @@ var kbSynopsis = map[string]string{
 
 // KB is `nagent kb add|list|ingest|search|remove`.
 func KB(ctx context.Context, args []string, stdio IO) int {
-	fset := NewFlagSet(stdio, "kb", "kb add|list|ingest|search|remove ...", kbAbout)
-	if len(args) == 0 {
-		fset.Usage()
-		return ExitUsage
-	}
-	sub, rest := args[0], args[1:]
-	switch sub {
-	case "-h", "-help", "--help", "help":
-		fset.Usage()
-		return ExitOK
-	}
-	synopsis, ok := kbSynopsis[sub]
+	sub, fset, rest, code, ok := subcommand(stdio, "kb", "kb add|list|ingest|search|remove ...", kbAbout, kbSynopsis, args)
 	if !ok {
-		fmt.Fprintf(stdio.Err, "nagent kb: unknown subcommand %q\n", sub)
-		fset.Usage()
-		return ExitUsage
+		return code
 	}
-	fset = NewFlagSet(stdio, "kb "+sub, synopsis, kbAbout)
 	asJSON := fset.Bool("json", false, "print JSON")
 	var add struct {
 		typ, dir, description, endpoint, knowledgeID, secretEnv, config string
@@ -98,7 +84,7 @@ func KB(ctx context.Context, args []string, stdio IO) int {
 	}
 	n := map[string][2]int{"add": {1, 1}, "list": {0, 0}, "ingest": {1, 2}, "search": {1, 1}, "remove": {1, 1}}[sub]
 	if len(operands) < n[0] || len(operands) > n[1] {
-		fmt.Fprintf(stdio.Err, "nagent kb %s: usage: nagent %s\n", sub, synopsis)
+		fmt.Fprintf(stdio.Err, "nagent kb %s: usage: nagent %s\n", sub, kbSynopsis[sub])
 		return ExitUsage
 	}
 	cfg, err := config.Load()

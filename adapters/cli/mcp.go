@@ -61,28 +61,14 @@ func (kv keyValues) Set(s string) error {
 
 // MCP is `nagent mcp add|list|probe|remove`.
 func MCP(ctx context.Context, args []string, stdio IO) int {
-	fs := NewFlagSet(stdio, "mcp", "mcp add|list|probe|remove ...", mcpAbout)
-	if len(args) == 0 {
-		fs.Usage()
-		return ExitUsage
-	}
-	sub, rest := args[0], args[1:]
-	switch sub {
-	case "-h", "-help", "--help", "help":
-		fs.Usage()
-		return ExitOK
-	}
-	synopsis, ok := mcpSynopsis[sub]
+	sub, fs, rest, code, ok := subcommand(stdio, "mcp", "mcp add|list|probe|remove ...", mcpAbout, mcpSynopsis, args)
 	if !ok {
-		fmt.Fprintf(stdio.Err, "nagent mcp: unknown subcommand %q\n", sub)
-		fs.Usage()
-		return ExitUsage
+		return code
 	}
 	var command []string
 	if i := slices.Index(rest, "--"); i >= 0 {
 		rest, command = rest[:i], rest[i+1:]
 	}
-	fs = NewFlagSet(stdio, "mcp "+sub, synopsis, mcpAbout)
 	asJSON := fs.Bool("json", false, "print JSON")
 	transport := fs.String("transport", "", "with add: stdio, sse or streamable_http (default: stdio with a command, streamable_http with --url)")
 	url := fs.String("url", "", "with add: the server's URL")
@@ -105,7 +91,7 @@ func MCP(ctx context.Context, args []string, stdio IO) int {
 	}
 	want := map[string]int{"add": 1, "list": 0, "probe": 1, "remove": 1}[sub]
 	if len(operands) != want || (sub != "add" && len(command) > 0) {
-		fmt.Fprintf(stdio.Err, "nagent mcp %s: usage: nagent %s\n", sub, synopsis)
+		fmt.Fprintf(stdio.Err, "nagent mcp %s: usage: nagent %s\n", sub, mcpSynopsis[sub])
 		return ExitUsage
 	}
 	cfg, err := config.Load()

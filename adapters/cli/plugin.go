@@ -41,24 +41,10 @@ var pluginSynopsis = map[string]string{
 
 // Plugin is `nagent plugin install|list|remove|call`.
 func Plugin(ctx context.Context, args []string, stdio IO) int {
-	fs := NewFlagSet(stdio, "plugin", "plugin install|list|remove|call ...", pluginAbout)
-	if len(args) == 0 {
-		fs.Usage()
-		return ExitUsage
-	}
-	sub, rest := args[0], args[1:]
-	switch sub {
-	case "-h", "-help", "--help", "help":
-		fs.Usage()
-		return ExitOK
-	}
-	synopsis, ok := pluginSynopsis[sub]
+	sub, fs, rest, code, ok := subcommand(stdio, "plugin", "plugin install|list|remove|call ...", pluginAbout, pluginSynopsis, args)
 	if !ok {
-		fmt.Fprintf(stdio.Err, "nagent plugin: unknown subcommand %q\n", sub)
-		fs.Usage()
-		return ExitUsage
+		return code
 	}
-	fs = NewFlagSet(stdio, "plugin "+sub, synopsis, pluginAbout)
 	asJSON := fs.Bool("json", false, "print JSON")
 	callArgs := fs.String("args", "{}", "with call: the tool's arguments, a JSON object")
 	session := fs.String("session", "cli-plugin-call", "with call: the session_id the plugin sees")
@@ -75,7 +61,7 @@ func Plugin(ctx context.Context, args []string, stdio IO) int {
 	}
 	want := map[string]int{"install": 1, "list": 0, "remove": 1, "call": 2}[sub]
 	if len(operands) != want {
-		fmt.Fprintf(stdio.Err, "nagent plugin %s: usage: nagent %s\n", sub, synopsis)
+		fmt.Fprintf(stdio.Err, "nagent plugin %s: usage: nagent %s\n", sub, pluginSynopsis[sub])
 		return ExitUsage
 	}
 	cfg, err := config.Load()

@@ -18,25 +18,18 @@ Inspects session memory.
 
 Every subcommand takes --json for scripts.`
 
+var sessionSynopsis = map[string]string{
+	"list":   "session list [--source S] [--limit N] [--json]",
+	"show":   "session show ID [--json]",
+	"delete": "session delete ID [--json]",
+}
+
 // Session is `nagent session list|show ID|delete ID`.
 func Session(ctx context.Context, args []string, stdio IO) int {
-	fs := NewFlagSet(stdio, "session", "session list|show ID|delete ID [--json]", sessionAbout)
-	if len(args) == 0 {
-		fs.Usage()
-		return ExitUsage
+	sub, fs, rest, code, ok := subcommand(stdio, "session", "session list|show ID|delete ID [--json]", sessionAbout, sessionSynopsis, args)
+	if !ok {
+		return code
 	}
-	sub, rest := args[0], args[1:]
-	switch sub {
-	case "-h", "-help", "--help", "help":
-		fs.Usage()
-		return ExitOK
-	case "list", "show", "delete":
-	default:
-		fmt.Fprintf(stdio.Err, "nagent session: unknown subcommand %q\n", sub)
-		fs.Usage()
-		return ExitUsage
-	}
-	fs = NewFlagSet(stdio, "session "+sub, "session "+sub+map[string]string{"list": " [--source S] [--limit N]", "show": " ID", "delete": " ID"}[sub]+" [--json]", sessionAbout)
 	asJSON := fs.Bool("json", false, "print JSON")
 	source := fs.String("source", "", "with list: only sessions from this source (cli, api, ...)")
 	limit := fs.Int("limit", 50, "with list: at most this many sessions")

@@ -38,24 +38,10 @@ var skillsSynopsis = map[string]string{
 
 // Skills is `nagent skills list|view|validate`.
 func Skills(ctx context.Context, args []string, stdio IO) int {
-	fset := NewFlagSet(stdio, "skills", "skills list|view|validate ...", skillsAbout)
-	if len(args) == 0 {
-		fset.Usage()
-		return ExitUsage
-	}
-	sub, rest := args[0], args[1:]
-	switch sub {
-	case "-h", "-help", "--help", "help":
-		fset.Usage()
-		return ExitOK
-	}
-	synopsis, ok := skillsSynopsis[sub]
+	sub, fset, rest, code, ok := subcommand(stdio, "skills", "skills list|view|validate ...", skillsAbout, skillsSynopsis, args)
 	if !ok {
-		fmt.Fprintf(stdio.Err, "nagent skills: unknown subcommand %q\n", sub)
-		fset.Usage()
-		return ExitUsage
+		return code
 	}
-	fset = NewFlagSet(stdio, "skills "+sub, synopsis, skillsAbout)
 	asJSON := fset.Bool("json", false, "print JSON")
 	tag := fset.String("tag", "", "with list: only skills with this tag")
 	file := fset.String("file", "", "with view: a file inside the skill's directory")
@@ -65,7 +51,7 @@ func Skills(ctx context.Context, args []string, stdio IO) int {
 	}
 	n := map[string][2]int{"list": {0, 0}, "view": {1, 1}, "validate": {0, 1}}[sub]
 	if len(operands) < n[0] || len(operands) > n[1] {
-		fmt.Fprintf(stdio.Err, "nagent skills %s: usage: nagent %s\n", sub, synopsis)
+		fmt.Fprintf(stdio.Err, "nagent skills %s: usage: nagent %s\n", sub, skillsSynopsis[sub])
 		return ExitUsage
 	}
 	cfg, err := config.Load()
