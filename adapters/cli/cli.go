@@ -16,6 +16,7 @@ import (
 	"github.com/nagent/nagent/runtime/app"
 	"github.com/nagent/nagent/runtime/config"
 	"github.com/nagent/nagent/runtime/errs"
+	"github.com/nagent/nagent/store"
 )
 
 // IO is a command's standard streams.
@@ -96,6 +97,20 @@ func Logger(w io.Writer) *slog.Logger {
 		_ = level.UnmarshalText([]byte(v))
 	}
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
+}
+
+// openStore loads the configuration and opens session memory, for commands
+// that manage stored state without running the agent.
+func openStore(ctx context.Context) (*config.Config, *store.DB, error) {
+	cfg, err := config.Load()
+	if err != nil {
+		return nil, nil, err
+	}
+	db, err := store.Open(ctx, cfg.DBPath())
+	if err != nil {
+		return nil, nil, err
+	}
+	return cfg, db, nil
 }
 
 // loadApp loads the configuration and wires the runtime.

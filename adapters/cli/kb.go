@@ -9,7 +9,6 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/nagent/nagent/runtime/config"
 	"github.com/nagent/nagent/runtime/errs"
 	"github.com/nagent/nagent/runtime/knowledge"
 	"github.com/nagent/nagent/runtime/tools"
@@ -87,11 +86,7 @@ func KB(ctx context.Context, args []string, stdio IO) int {
 		fmt.Fprintf(stdio.Err, "nagent kb %s: usage: nagent %s\n", sub, kbSynopsis[sub])
 		return ExitUsage
 	}
-	cfg, err := config.Load()
-	if err != nil {
-		return Fail(stdio, err)
-	}
-	db, err := store.Open(ctx, cfg.DBPath())
+	_, db, err := openStore(ctx)
 	if err != nil {
 		return Fail(stdio, err)
 	}

@@ -94,11 +94,7 @@ func MCP(ctx context.Context, args []string, stdio IO) int {
 		fmt.Fprintf(stdio.Err, "nagent mcp %s: usage: nagent %s\n", sub, mcpSynopsis[sub])
 		return ExitUsage
 	}
-	cfg, err := config.Load()
-	if err != nil {
-		return Fail(stdio, err)
-	}
-	db, err := store.Open(ctx, cfg.DBPath())
+	cfg, db, err := openStore(ctx)
 	if err != nil {
 		return Fail(stdio, err)
 	}

@@ -64,11 +64,7 @@ func Plugin(ctx context.Context, args []string, stdio IO) int {
 		fmt.Fprintf(stdio.Err, "nagent plugin %s: usage: nagent %s\n", sub, pluginSynopsis[sub])
 		return ExitUsage
 	}
-	cfg, err := config.Load()
-	if err != nil {
-		return Fail(stdio, err)
-	}
-	db, err := store.Open(ctx, cfg.DBPath())
+	cfg, db, err := openStore(ctx)
 	if err != nil {
 		return Fail(stdio, err)
 	}

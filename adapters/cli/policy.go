@@ -318,11 +318,7 @@ func policyDecisions(ctx context.Context, args []string, stdio IO) int {
 		fmt.Fprintln(stdio.Err, "nagent policy decisions: unexpected arguments; use --session ID")
 		return ExitUsage
 	}
-	cfg, err := config.Load()
-	if err != nil {
-		return Fail(stdio, err)
-	}
-	db, err := store.Open(ctx, cfg.DBPath())
+	_, db, err := openStore(ctx)
 	if err != nil {
 		return Fail(stdio, err)
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"text/tabwriter"
 
-	"github.com/nagent/nagent/runtime/config"
 	"github.com/nagent/nagent/store"
 )
 
@@ -40,11 +39,7 @@ func Session(ctx context.Context, args []string, stdio IO) int {
 		fmt.Fprintf(stdio.Err, "nagent session %s: give exactly one session id\n", sub)
 		return ExitUsage
 	}
-	cfg, err := config.Load()
-	if err != nil {
-		return Fail(stdio, err)
-	}
-	db, err := store.Open(ctx, cfg.DBPath())
+	_, db, err := openStore(ctx)
 	if err != nil {
 		return Fail(stdio, err)
 	}
