@@ -225,6 +225,38 @@ func TestChatStreamsAndShowsTools(t *testing.T) {
 	}
 }
 
+func TestChatAsksBeforeAConfirmedCall(t *testing.T) {
+	call := scripted.Reply{ToolCalls: []llm.ToolCall{{ID: "c1", Name: "get_current_time", Arguments: `{}`}}}
+	n := newNagent(t, call, scripted.Reply{Content: "Approved."}, call, scripted.Reply{Content: "Refused."})
+	if err := os.MkdirAll(filepath.Join(n.home, "policies"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	rule := "package nagent.tools\n\nconfirm contains \"clock reads need approval\" if input.tool.name == \"get_current_time\"\n"
+	if err := os.WriteFile(filepath.Join(n.home, "policies", "confirm_clock.rego"), []byte(rule), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// The first call is approved with "y"; the second gets a bare Enter,
+	// which must deny.
+	out, stderr, code := n.run(t, "time?\ny\nagain?\n\n/exit\n", "chat", "--session", "chat-confirm")
+	if code != 0 {
+		t.Fatalf("chat exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{
+		"[confirm] get_current_time {}",
+		"policy: clock reads need approval",
+		"Allow this call? [y/N]",
+		"[tool] get_current_time -> success",
+		"[tool] get_current_time -> denied",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("chat output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Index(out, "-> success") > strings.Index(out, "-> denied") {
+		t.Errorf("approval and denial out of order:\n%s", out)
+	}
+}
+
 func TestHelpTeaches(t *testing.T) {
 	n := newNagent(t)
 	for _, args := range [][]string{{"--help"}, {"run", "--help"}, {"chat", "--help"}, {"session", "--help"}, {"serve", "--help"}} {

@@ -11,8 +11,9 @@ import (
 
 	"github.com/nagent/nagent/runtime/agent"
 	"github.com/nagent/nagent/runtime/chat"
-	"github.com/nagent/nagent/runtime/llm"
+	"github.com/nagent/nagent/runtime/gateway"
 	"github.com/nagent/nagent/runtime/memory"
+	"github.com/nagent/nagent/runtime/tools"
 )
 
 const chatHelp = `Commands:
@@ -71,22 +72,50 @@ Every turn is stored, so "nagent chat --session ID" picks up where you left.
 			fmt.Fprintf(stdio.Out, "new session %s\n", id)
 			continue
 		}
-		if err := chatTurn(ctx, a.Chat, id, line, stdio.Out); err != nil {
+		if err := chatTurn(ctx, a.Gateway, id, line, &lineConfirmer{in: in, out: stdio.Out}, stdio.Out); err != nil {
 			Fail(stdio, err)
 		}
 	}
 }
 
-// chatTurn runs one streamed turn; Ctrl-C cancels just this turn.
-func chatTurn(ctx context.Context, svc *chat.ChatCompletionService, sessionID, line string, out io.Writer) error {
+// chatTurn runs one streamed turn through the gateway; Ctrl-C cancels just
+// this turn.
+func chatTurn(ctx context.Context, gw *gateway.Service, sessionID, line string, confirm tools.Confirmer, out io.Writer) error {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt)
 	defer stop()
 	r := &turnRenderer{out: out}
-	_, err := svc.Stream(ctx, chat.Request{
-		SessionID: sessionID, Source: "cli",
-		Messages: []llm.Message{{Role: llm.RoleUser, Content: line}},
+	_, err := gw.Handle(ctx, gateway.Message{
+		Conversation: gateway.Conversation{Platform: gateway.PlatformCLI, ChatID: sessionID},
+		SessionID:    sessionID,
+		Text:         line,
+		Confirmer:    confirm,
 	}, r.render)
 	return err
+}
+
+// lineConfirmer asks at the terminal about a call the policy marked
+// confirm. Only an explicit "y" or "yes" approves; an empty line, anything
+// else or the end of input denies.
+type lineConfirmer struct {
+	in  *bufio.Scanner
+	out io.Writer
+}
+
+// Confirm implements tools.Confirmer.
+func (c *lineConfirmer) Confirm(ctx context.Context, call tools.ToolCallRequest, def tools.ToolDefinition, reasons []string) (bool, error) {
+	fmt.Fprintf(c.out, "\n[confirm] %s %s\n", call.Name, clipArgs(call.Arguments))
+	if len(reasons) > 0 {
+		fmt.Fprintf(c.out, "          policy: %s\n", strings.Join(reasons, "; "))
+	}
+	fmt.Fprint(c.out, "Allow this call? [y/N] ")
+	if !c.in.Scan() {
+		return false, nil
+	}
+	switch strings.ToLower(strings.TrimSpace(c.in.Text())) {
+	case "y", "yes":
+		return true, nil
+	}
+	return false, nil
 }
 
 // turnRenderer prints loop events as terminal text.

@@ -15,6 +15,7 @@ import (
 	"github.com/nagent/nagent/runtime/chat"
 	"github.com/nagent/nagent/runtime/config"
 	"github.com/nagent/nagent/runtime/core"
+	"github.com/nagent/nagent/runtime/gateway"
 	"github.com/nagent/nagent/runtime/knowledge"
 	"github.com/nagent/nagent/runtime/llm"
 	"github.com/nagent/nagent/runtime/llm/anthropic"
@@ -38,7 +39,9 @@ type App struct {
 	Provider llm.Provider
 	Runner   *agent.AgentGraphRunner
 	Chat     *chat.ChatCompletionService
-	Log      *slog.Logger
+	// Gateway is the path from chat channels (Feishu, terminal, ACP) to Chat.
+	Gateway *gateway.Service
+	Log     *slog.Logger
 	// Plugins runs the WASM plugin tools of $NAGENT_HOME/plugins.
 	Plugins *wasm.Host
 	plugins *pluginHost
@@ -187,9 +190,11 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 		Log:                 opts.Log,
 	}
 	sources := startSourceRefresh(ctx, skillSvc, knowledgeSvc, ts, opts)
+	chatSvc := &chat.ChatCompletionService{Runner: runner}
 	return &App{
 		Config: cfg, DB: db, Memory: mem, Policy: pol, External: ext, Tools: ts, Provider: provider,
-		Runner: runner, Chat: &chat.ChatCompletionService{Runner: runner}, Log: opts.Log, ModelErr: modelErr,
+		Runner: runner, Chat: chatSvc, Gateway: gateway.New(chatSvc, db, gateway.Options{Log: opts.Log}),
+		Log: opts.Log, ModelErr: modelErr,
 		Plugins: plugins.host, plugins: plugins, MCP: mcpSvc, Skills: skillSvc, Knowledge: knowledgeSvc, sources: sources,
 	}, nil
 }
