@@ -9,7 +9,9 @@ import (
 	"os"
 	"sort"
 
+	"github.com/nagent/nagent/adapters/acp"
 	"github.com/nagent/nagent/adapters/cli"
+	"github.com/nagent/nagent/adapters/tui"
 )
 
 type command struct {
@@ -27,6 +29,11 @@ var commands = map[string]command{
 	"mcp":     {"add, list, probe or remove MCP sites (remote tool servers)", cli.MCP},
 	"skills":  {"list, view or validate skills (SKILL.md packages)", cli.Skills},
 	"kb":      {"add, list, ingest, search or remove knowledge bases", cli.KB},
+	"sandbox": {"run code in a session's sandbox; list, audit or release sandboxes", cli.Sandbox},
+	"tui":     {"talk with the agent in a full-screen terminal UI", tui.Run},
+
+	"schedule": {"add, list, show, run, pause, resume or remove scheduled agent runs", cli.Schedule},
+	"acp":      {"serve editors (Zed) over the Agent Client Protocol on stdio", acp.Command},
 }
 
 func main() {

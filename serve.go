@@ -5,22 +5,26 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
 
 	"github.com/nagent/nagent/adapters/cli"
+	"github.com/nagent/nagent/adapters/feishu"
 	"github.com/nagent/nagent/adapters/openai"
 	"github.com/nagent/nagent/runtime/app"
 	"github.com/nagent/nagent/runtime/config"
+	"github.com/nagent/nagent/web"
 )
 
 // serve is `nagent serve [--addr HOST:PORT] [--insecure]`.
 func serve(ctx context.Context, args []string, stdio cli.IO) int {
 	fs := cli.NewFlagSet(stdio, "serve", "serve [--addr 127.0.0.1:8080] [--insecure]", `
 Serves the OpenAI-compatible API (/v1/chat/completions, /v1/responses,
-/v1/models) plus /healthz and /readyz. Point any OpenAI client at
-http://ADDR/v1. Requests carrying an X-Session-Id header continue a stored
+/v1/models) plus /healthz and /readyz, and the browser dashboard at
+http://ADDR/ (its API under /api, its websocket at /ws; web/API.md). Point
+any OpenAI client at http://ADDR/v1. Requests carrying an X-Session-Id header continue a stored
 session. SIGINT or SIGTERM shuts down gracefully: in-flight turns may finish
 within server.shutdown_grace, then they are cancelled and recorded as such.
 
@@ -28,7 +32,11 @@ API keys (server.api_keys or NAGENT_API_KEYS, comma-separated) are required
 on any address other than loopback; --insecure overrides that.
 
 WASM plugins in $NAGENT_HOME/plugins are reloaded when they change, so
-"nagent plugin install" and "nagent plugin remove" reach a running server.`)
+"nagent plugin install" and "nagent plugin remove" reach a running server.
+
+Schedules ("nagent schedule") fire while the server runs; on start it catches
+up on those that fell due while it was stopped (per schedule: skip or
+run_once). scheduler.enabled: false in config.yaml turns this off.`)
 	addr := fs.String("addr", "", "listen address (default server.addr, 127.0.0.1:8080)")
 	insecure := fs.Bool("insecure", false, "allow a non-loopback address without API keys")
 	if code, ok := cli.Parse(fs, args, stdio); !ok {
@@ -63,7 +71,31 @@ WASM plugins in $NAGENT_HOME/plugins are reloaded when they change, so
 	defer stop()
 	log.Info("N-Agent serving the OpenAI-compatible API", "url", "http://"+ln.Addr().String()+"/v1",
 		"model", cfg.LLM.Model, "data_dir", cfg.Home, "auth", len(cfg.Server.APIKeys) > 0)
+	if cfg.Feishu.Enabled() {
+		// The Feishu bot: GatewayService supervises its long connection
+		// (reconnects, health in /readyz), and scheduled runs deliver to
+		// Feishu chats through it.
+		bot, err := feishu.New(a.Gateway, feishu.Options{AppID: cfg.Feishu.AppID, AppSecret: cfg.Feishu.AppSecret,
+			Domain: cfg.Feishu.Domain, ConfirmTimeout: cfg.Feishu.ConfirmTimeout.Std(), Log: log})
+		if err != nil {
+			return cli.Fail(stdio, err)
+		}
+		a.Gateway.Start(ctx, bot)
+		a.Scheduler().SetChatSender(bot)
+		log.Info("Feishu bot connecting over the long connection", "app_id", cfg.Feishu.AppID)
+	}
+	if cfg.Scheduler.Enabled {
+		// Catches up on runs missed while stopped, then fires due schedules.
+		if err := a.Scheduler().Start(ctx); err != nil {
+			return cli.Fail(stdio, err)
+		}
+		defer a.Scheduler().Stop(cfg.Server.ShutdownGrace.Std())
+	}
 	srv := openai.NewServer(a, log)
+	dash := web.New(a, web.Options{Log: log})
+	defer dash.Close()
+	srv.Root = func(api http.Handler) http.Handler { return web.Mount(api, dash) }
+	log.Info("N-Agent dashboard", "url", "http://"+ln.Addr().String()+"/")
 	if err := srv.Serve(ctx, ln, cfg.Server.ShutdownGrace.Std()); err != nil {
 		return cli.Fail(stdio, err)
 	}

@@ -54,6 +54,9 @@ type Engine struct {
 	audit *auditLog
 
 	loadMu sync.Mutex // serialises loads
+	// onReload is called after every reload attempt (see OnReload).
+	onReload atomic.Pointer[func(revision string, err *LoadError)]
+
 	mu     sync.Mutex // guards watch and closed
 	watch  *watcher
 	closed bool
@@ -109,6 +112,7 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 func (e *Engine) Reload(ctx context.Context) error {
 	e.loadMu.Lock()
 	defer e.loadMu.Unlock()
+	defer e.notifyReload()
 	srcs, err := e.sources()
 	if err == nil {
 		cur := e.set.Load()

@@ -34,6 +34,10 @@ type Server struct {
 	hardStop       context.Context
 	cancelHardStop context.CancelFunc
 	now            func() time.Time
+
+	// Root, when set, wraps the API's handler into the root handler of the
+	// listener Serve uses; `nagent serve` mounts the dashboard this way.
+	Root func(api http.Handler) http.Handler
 }
 
 // NewServer builds the API server for a.
@@ -117,6 +121,14 @@ func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request) {
 		checks["model"] = "not configured"
 	}
 	checks["policy"] = s.app.Policy.Status() // a broken policy file is reported, not fatal: the last good set serves
+	// Chat-platform adapters (Feishu) are reported, not fatal: the API still
+	// serves while the gateway reconnects them with backoff.
+	if s.app.Gateway != nil && len(s.app.Gateway.Health()) > 0 {
+		checks["gateway"] = "ok"
+		if err := s.app.Gateway.Ready(); err != nil {
+			checks["gateway"] = err.Error()
+		}
+	}
 	state := "ready"
 	if status != http.StatusOK {
 		state = "not ready"
@@ -168,8 +180,12 @@ func (s *Server) resolveModel(model string) *apiError {
 // gracefully: it stops accepting, lets in-flight turns finish within the
 // grace period, then cancels them and waits for their records to be written.
 func (s *Server) Serve(ctx context.Context, ln net.Listener, grace time.Duration) error {
+	h := s.Handler()
+	if s.Root != nil {
+		h = s.Root(h)
+	}
 	srv := &http.Server{
-		Handler:           s.Handler(),
+		Handler:           h,
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       120 * time.Second,
 		MaxHeaderBytes:    1 << 20,

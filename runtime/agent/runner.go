@@ -47,6 +47,10 @@ type AgentGraphRunner struct {
 	// MaxParallelTools bounds concurrent tool calls of one round (default 4).
 	MaxParallelTools int
 	Log              *slog.Logger
+	// Observe, when set, sees every event of every run (with the run's
+	// source) besides the run's own emit; the dashboard's websocket hub
+	// uses it. It is called on the run's goroutine and must never block.
+	Observe func(source string, e Event)
 
 	locks sessionLocks
 }
@@ -178,6 +182,9 @@ func (s *run) event(e Event) {
 	defer s.mu.Unlock()
 	e.SessionID, e.Iteration = s.in.SessionID, s.iteration
 	s.emit(e)
+	if s.r.Observe != nil {
+		s.r.Observe(s.in.Source, e)
+	}
 }
 
 // step runs one state and returns the next ("" when the turn is over).

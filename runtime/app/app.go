@@ -22,6 +22,7 @@ import (
 	"github.com/nagent/nagent/runtime/llm/openai"
 	"github.com/nagent/nagent/runtime/mcp"
 	"github.com/nagent/nagent/runtime/memory"
+	"github.com/nagent/nagent/runtime/sandbox"
 	"github.com/nagent/nagent/runtime/tools"
 	"github.com/nagent/nagent/skills"
 	"github.com/nagent/nagent/store"
@@ -52,6 +53,9 @@ type App struct {
 	// Knowledge searches the knowledge bases for search_knowledge.
 	Knowledge *knowledge.KnowledgeService
 	sources   *sourceRefresh
+	sched     lazyScheduler // see Scheduler (scheduler.go)
+	// Sandbox runs execute_code (nil when no sandbox backend works here).
+	Sandbox *sandbox.Manager
 	// ModelErr is set when Options.AllowNoModel let the runtime start
 	// without a model; it names the missing setting.
 	ModelErr error
@@ -177,6 +181,15 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 		return nil, err
 	}
 
+	sandboxMgr, err := newSandbox(ctx, cfg, db, ts, opts)
+	if err != nil {
+		mcpSvc.Close()
+		plugins.close()
+		pol.Close()
+		db.Close()
+		return nil, err
+	}
+
 	mem := memory.NewMemoryStore(db, nil, nil, opts.Log)
 	runner := &agent.AgentGraphRunner{
 		Core:                &core.AgentCore{Provider: provider, Model: cfg.LLM.Model, Params: cfg.LLM.Params},
@@ -196,6 +209,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 		Runner: runner, Chat: chatSvc, Gateway: gateway.New(chatSvc, db, gateway.Options{Log: opts.Log}),
 		Log: opts.Log, ModelErr: modelErr,
 		Plugins: plugins.host, plugins: plugins, MCP: mcpSvc, Skills: skillSvc, Knowledge: knowledgeSvc, sources: sources,
+		Sandbox: sandboxMgr,
 	}, nil
 }
 
@@ -214,11 +228,15 @@ func NewProvider(cfg config.LLM, client *http.Client) llm.Provider {
 
 // Close waits for background work and closes the store.
 func (a *App) Close() error {
+	a.stopScheduler()
 	a.Memory.Wait()
 	a.sources.close()
 	// Plugins stop after their running calls, which audit into the store.
 	a.plugins.close()
 	a.MCP.Close()
+	if a.Sandbox != nil {
+		a.Sandbox.Close() // kills running code; records the releases before the store closes
+	}
 	a.Policy.Close() // flushes the audit trail before the store closes
 	return a.DB.Close()
 }

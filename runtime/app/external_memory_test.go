@@ -559,7 +559,9 @@ func TestHolographicRetrieval(t *testing.T) {
 	}
 	var names []string
 	for _, tl := range reqs[0].Tools {
-		names = append(names, tl.Name)
+		if tl.Name != "execute_code" { // present only where a sandbox backend works (runtime/app/sandbox_test.go)
+			names = append(names, tl.Name)
+		}
 	}
 	if got := strings.Join(names, ","); got != "get_current_time,external_memory,fact_add,fact_search,fact_feedback,skills_list,skill_view" {
 		t.Errorf("tools = %s", got)

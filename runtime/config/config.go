@@ -36,6 +36,14 @@ type Config struct {
 	MCP MCP `yaml:"mcp"`
 	// Skills adds skill directories (see Skills).
 	Skills Skills `yaml:"skills"`
+	// Web tunes the browser dashboard (see Web).
+	Web Web `yaml:"web"`
+	// Feishu configures the Feishu bot (see Feishu).
+	Feishu Feishu `yaml:"feishu"`
+	// Scheduler configures scheduled runs (see Scheduler).
+	Scheduler Scheduler `yaml:"scheduler"`
+	// Sandbox configures execute_code (see Sandbox).
+	Sandbox Sandbox `yaml:"sandbox"`
 }
 
 // LLM selects and tunes the model provider.
@@ -46,8 +54,11 @@ type LLM struct {
 	APIKey   string `yaml:"api_key"`
 	Model    string `yaml:"model"`
 	// Aliases maps extra model names that clients may ask for onto Model.
-	Aliases []string             `yaml:"aliases"`
-	Params  llm.GenerationParams `yaml:"params"`
+	Aliases []string `yaml:"aliases"`
+	// Models lists other models of the same provider that the terminal
+	// UI's model picker offers besides Model (optional).
+	Models []string             `yaml:"models"`
+	Params llm.GenerationParams `yaml:"params"`
 	// Timeout bounds one provider attempt.
 	Timeout Duration `yaml:"timeout"`
 	// MaxAttempts bounds retries on 429, 5xx and connection errors.
@@ -117,6 +128,8 @@ func Defaults() Config {
 			ShutdownGrace:       Duration(10 * time.Second),
 		},
 		ExternalMemory: defaultExternalMemory(),
+		Scheduler:      defaultScheduler(),
+		Sandbox:        defaultSandbox(),
 	}
 }
 
@@ -159,6 +172,7 @@ func LoadEnv(getenv func(string) string) (*Config, error) {
 		return nil, err
 	}
 	cfg.ExternalMemory.applyEnv(getenv)
+	cfg.Feishu.applyEnv(getenv)
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
@@ -218,6 +232,12 @@ func (c *Config) validate() error {
 	}
 	if c.LLM.MaxAttempts < 1 {
 		return fmt.Errorf("config: llm.max_attempts is %d; it must be at least 1", c.LLM.MaxAttempts)
+	}
+	if err := c.Scheduler.Validate(); err != nil {
+		return err
+	}
+	if err := c.Sandbox.Validate(); err != nil {
+		return err
 	}
 	return c.ExternalMemory.Validate()
 }

@@ -73,7 +73,12 @@ func (c *AgentCore) BuildRequest(f *Frame) *llm.Request {
 		t.Parameters = normaliseSchema(t.Parameters)
 		specs = append(specs, t)
 	}
-	return &llm.Request{Model: c.Model, Messages: msgs, Tools: specs, ToolChoice: f.ToolChoice, Params: c.Params.Merge(f.Params)}
+	params := c.Params.Merge(f.Params)
+	model := c.Model
+	if params.Model != "" {
+		model = params.Model
+	}
+	return &llm.Request{Model: model, Messages: msgs, Tools: specs, ToolChoice: f.ToolChoice, Params: params}
 }
 
 // Infer builds the request for f, calls the provider (streaming when onDelta

@@ -88,6 +88,9 @@ type GenerationParams struct {
 	FrequencyPenalty *float64 `json:"frequency_penalty,omitempty" yaml:"frequency_penalty"`
 	// ReasoningEffort is passed through to providers that support it.
 	ReasoningEffort string `json:"reasoning_effort,omitempty" yaml:"reasoning_effort"`
+	// Model, when set, replaces the configured model for one turn (the
+	// terminal UI's model picker). It is never read from a wire format.
+	Model string `json:"-" yaml:"-"`
 }
 
 // Merge returns p with every field that over sets replacing p's.
@@ -115,6 +118,9 @@ func (p GenerationParams) Merge(over GenerationParams) GenerationParams {
 	}
 	if over.ReasoningEffort != "" {
 		p.ReasoningEffort = over.ReasoningEffort
+	}
+	if over.Model != "" {
+		p.Model = over.Model
 	}
 	return p
 }

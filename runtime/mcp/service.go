@@ -91,6 +91,9 @@ type Service struct {
 	base   context.Context // the supervisors' parent, set by Start
 	stop   context.CancelFunc
 	done   sync.WaitGroup
+
+	// attached are the sites added with Attach, by name (under mu).
+	attached map[string]Site
 }
 
 // NewService returns a service that has not connected to anything yet.
@@ -134,6 +137,13 @@ func (s *Service) Sites(ctx context.Context) ([]Site, error) {
 		}
 		byName[site.Name] = site
 	}
+	s.mu.Lock()
+	for name, site := range s.attached {
+		if _, taken := byName[name]; !taken { // Attach refuses such names; a later `mcp add` wins
+			byName[name] = site
+		}
+	}
+	s.mu.Unlock()
 	return slices.SortedFunc(maps.Values(byName), func(a, b Site) int { return strings.Compare(a.Name, b.Name) }), nil
 }
 
@@ -376,4 +386,60 @@ func (e *ToolExecutor) Execute(ctx context.Context, call tools.ToolCallRequest, 
 		return "", errs.Errorf(errs.ENOTFOUND, "tool %s is not available: no executor, and no healthy MCP site offers it", call.Name)
 	}
 	return e.svc.CallTool(ctx, t.site, t.remote, json.RawMessage(call.Arguments))
+}
+
+// SourceAttached is the Source of a site added with Attach.
+const SourceAttached = "attached"
+
+// Attach connects site next to the configured and stored ones without
+// storing it, until Detach or Close: an editor's MCP server for one ACP
+// session, say. Its tools join the mcp slot like any site's. Attach waits
+// for the first connection attempt and returns the site's status; a site
+// that did not answer is retried in the background. A name that a
+// configured, stored or attached site already has is an ECONFLICT error.
+// Attach needs Start first.
+func (s *Service) Attach(ctx context.Context, site Site) (SiteStatus, error) {
+	site.Enabled, site.Source = true, SourceAttached
+	if site.ID == "" {
+		site.ID = "attached:" + site.Name
+	}
+	if err := ValidateSite(site); err != nil {
+		return SiteStatus{}, err
+	}
+	sites, err := s.Sites(ctx)
+	if err != nil {
+		return SiteStatus{}, err
+	}
+	s.mu.Lock()
+	_, attached := s.attached[site.Name]
+	taken := attached || slices.ContainsFunc(sites, func(o Site) bool { return o.Name == site.Name })
+	if !taken {
+		if s.attached == nil {
+			s.attached = make(map[string]Site)
+		}
+		s.attached[site.Name] = site
+	}
+	s.mu.Unlock()
+	if taken {
+		return SiteStatus{}, errs.Errorf(errs.ECONFLICT, "MCP site name %s is already taken; attach the server under another name", site.Name)
+	}
+	if err := s.Reload(ctx); err != nil {
+		_ = s.Detach(context.WithoutCancel(ctx), site.Name)
+		return SiteStatus{}, err
+	}
+	st, _ := s.SiteStatus(site.Name)
+	return st, nil
+}
+
+// Detach disconnects a site added with Attach and withdraws its tools. A
+// name that is not attached is ignored.
+func (s *Service) Detach(ctx context.Context, name string) error {
+	s.mu.Lock()
+	_, ok := s.attached[name]
+	delete(s.attached, name)
+	s.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	return s.Reload(ctx)
 }

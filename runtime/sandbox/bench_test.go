@@ -1,0 +1,80 @@
+//go:build linux
+
+package sandbox_test
+
+import (
+	"context"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/nagent/nagent/runtime/sandbox"
+	"github.com/nagent/nagent/store"
+)
+
+// BenchmarkLocalPrint1 measures execute latency of print(1) through the
+// Manager (staging, tool socket, bwrap, python, history row in SQLite):
+// "first" opens a new session's sandbox each time; "reused" runs in one
+// warm sandbox; "baseline" is python alone, no sandbox. p50-ms and p95-ms are reported per sub-benchmark.
+//
+//	go test ./runtime/sandbox -run '^$' -bench LocalPrint1 -benchtime 100x
+func BenchmarkLocalPrint1(b *testing.B) {
+	backend := requireLocal(b)
+	ctx := context.Background()
+	home := b.TempDir()
+	db, err := store.Open(ctx, filepath.Join(home, "nagent.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	m, err := sandbox.NewManager(sandbox.Options{Backend: backend, Store: db, Dir: filepath.Join(home, "sandboxes")})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer m.Close()
+	run := func(b *testing.B, session string) time.Duration {
+		start := time.Now()
+		res, err := m.Execute(ctx, sandbox.ExecuteRequest{SessionID: session, Code: "print(1)"})
+		d := time.Since(start)
+		if err != nil || res.ExitReason != sandbox.ExitOK || res.Stdout != "1\n" {
+			b.Fatalf("print(1) = %+v, %v", res, err)
+		}
+		return d
+	}
+	report := func(b *testing.B, ds []time.Duration) {
+		slices.Sort(ds)
+		b.ReportMetric(float64(ds[len(ds)/2].Microseconds())/1000, "p50-ms")
+		b.ReportMetric(float64(ds[len(ds)*95/100].Microseconds())/1000, "p95-ms")
+	}
+	// baseline is /usr/bin/python3 -c 'print(1)' with no sandbox at all, to
+	// read the others against on a loaded machine.
+	b.Run("baseline", func(b *testing.B) {
+		var ds []time.Duration
+		for b.Loop() {
+			start := time.Now()
+			if out, err := exec.Command(sandbox.DefaultPython, "-c", "print(1)").Output(); err != nil || string(out) != "1\n" {
+				b.Fatalf("python: %q, %v", out, err)
+			}
+			ds = append(ds, time.Since(start))
+		}
+		report(b, ds)
+	})
+	b.Run("first", func(b *testing.B) {
+		var ds []time.Duration
+		for i := 0; b.Loop(); i++ {
+			ds = append(ds, run(b, "first-"+strconv.Itoa(i)))
+		}
+		report(b, ds)
+	})
+	b.Run("reused", func(b *testing.B) {
+		run(b, "warm")
+		var ds []time.Duration
+		for b.Loop() {
+			ds = append(ds, run(b, "warm"))
+		}
+		report(b, ds)
+	})
+}

@@ -1,0 +1,466 @@
+//go:build linux
+
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// DefaultPython is the interpreter the sandboxes run. It is an absolute
+// path: a pyenv shim on PATH costs about 450 ms per start.
+const DefaultPython = "/usr/bin/python3"
+
+// DefaultCPUs is the CPU-time share of one local sandbox when
+// LocalBackend.CPUs is zero: one core.
+const DefaultCPUs = 1.0
+
+// sandboxUID is the user (and group) id code runs as inside the namespace.
+const sandboxUID = "1000"
+
+// LocalBackend isolates each execution with Linux namespaces through
+// bubblewrap: new user, PID, mount, IPC, UTS, cgroup and network namespaces
+// (only a down loopback, so no network), a read-only root holding /usr only,
+// a tmpfs /tmp, the workspace read-only, the scratch dir writable, uid 1000
+// inside, rlimits on CPU time, address space, file size and open files, and
+// a process cap from a cgroup v1 pids group per session (RLIMIT_NPROC does
+// nothing for a real uid 0), and, where the controllers are writable, a
+// memory group capping the whole tree and a cpu group capping its CPU
+// share. The groups are children of this process's own groups. The
+// program starts from an empty environment.
+// A wall-clock timeout kills the whole tree: the pids group is swept with
+// SIGKILL until it is empty, so nothing outlives an execution.
+//
+// When the process is not root and no pids cgroup is writable, the process
+// cap falls back to RLIMIT_NPROC, which then counts every process of the
+// user; Available says so through Warning.
+type LocalBackend struct {
+	// Bwrap is the bubblewrap binary; "" means "bwrap" on PATH.
+	Bwrap string
+	// Python is the interpreter inside; "" means DefaultPython.
+	Python string
+	// CgroupRoot is where the cgroup v1 controllers are mounted; "" means
+	// /sys/fs/cgroup.
+	CgroupRoot string
+	// CPUs is the CPU-time share of one sandbox in cores; 0 means
+	// DefaultCPUs, a negative value no cap.
+	CPUs float64
+
+	once     sync.Once
+	probeErr error
+	bwrap    string
+	cgroupOK bool
+}
+
+var _ Backend = (*LocalBackend)(nil)
+
+// Name is "local".
+func (b *LocalBackend) Name() string { return "local" }
+
+// Available checks that bwrap and the interpreter exist and that a
+// namespace sandbox actually starts here (it runs `true` inside one). The
+// probe runs once per backend value.
+func (b *LocalBackend) Available(ctx context.Context) error {
+	b.once.Do(func() { b.probeErr = b.probe(ctx) })
+	return b.probeErr
+}
+
+func (b *LocalBackend) python() string {
+	if b.Python != "" {
+		return b.Python
+	}
+	return DefaultPython
+}
+
+func (b *LocalBackend) cgroupRoot() string {
+	if b.CgroupRoot != "" {
+		return b.CgroupRoot
+	}
+	return cgroupRoot
+}
+
+func (b *LocalBackend) cpus() float64 {
+	if b.CPUs == 0 {
+		return DefaultCPUs
+	}
+	return b.CPUs
+}
+
+func (b *LocalBackend) probe(ctx context.Context) error {
+	name := b.Bwrap
+	if name == "" {
+		name = "bwrap"
+	}
+	path, err := exec.LookPath(name)
+	if err != nil {
+		return fmt.Errorf("sandbox local: bubblewrap not found (%v); install it (Debian: apt-get install bubblewrap) or set sandbox.backend", err)
+	}
+	b.bwrap = path
+	if _, err := os.Stat(b.python()); err != nil {
+		return fmt.Errorf("sandbox local: interpreter %s: %w; install python3", b.python(), err)
+	}
+	b.cgroupOK = b.cgroupWritable()
+	if !b.cgroupOK && os.Geteuid() == 0 {
+		return fmt.Errorf("sandbox local: running as root, and no cgroup v1 pids group can be made under %s; RLIMIT_NPROC cannot cap processes for uid 0, so the local sandbox refuses to run (mount the cgroup v1 pids controller, or run nagent as an unprivileged user)", b.cgroupRoot())
+	}
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	args := append(b.namespaceArgs(), b.rootArgs()...)
+	args = append(args, "--remount-ro", "/", "--", "/usr/bin/true")
+	cmd := exec.CommandContext(pctx, path, args...)
+	cmd.Env = []string{}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("sandbox local: bubblewrap cannot create namespaces here (%v: %s); enable user namespaces (sysctl user.max_user_namespaces, kernel.unprivileged_userns_clone) or use sandbox.backend docker", err, strings.TrimSpace(stderr.String()))
+	}
+	return nil
+}
+
+// cgroupWritable reports whether a child pids group can be made.
+func (b *LocalBackend) cgroupWritable() bool {
+	dir, err := makeGroup(b.cgroupRoot(), "pids", "probe", [][2]string{{"pids.max", "1"}})
+	if err != nil || dir == "" {
+		return false
+	}
+	os.Remove(dir)
+	return true
+}
+
+// namespaceArgs are the bwrap flags every sandbox shares.
+func (b *LocalBackend) namespaceArgs() []string {
+	return []string{
+		"--unshare-all", "--die-with-parent", "--new-session",
+		"--uid", sandboxUID, "--gid", sandboxUID, "--hostname", "sandbox",
+		"--clearenv",
+	}
+}
+
+// rootArgs build the read-only root: /usr and the top-level links or
+// directories into it (bin, sbin, lib…), nothing else of the host.
+func (b *LocalBackend) rootArgs() []string {
+	args := []string{"--ro-bind", "/usr", "/usr"}
+	for _, l := range []string{"bin", "sbin", "lib", "lib32", "lib64", "libx32"} {
+		host := "/" + l
+		if target, err := os.Readlink(host); err == nil {
+			args = append(args, "--symlink", target, host)
+		} else if fi, err := os.Stat(host); err == nil && fi.IsDir() {
+			args = append(args, "--ro-bind", host, host)
+		}
+	}
+	return args
+}
+
+// Open makes the session's pids group (when cgroups are usable). Each
+// execution is a fresh namespace set; the session's state across calls is
+// the workspace and the pids group.
+func (b *LocalBackend) Open(ctx context.Context, spec EnvSpec) (Env, error) {
+	if err := b.Available(ctx); err != nil {
+		return nil, err
+	}
+	env := &localEnv{b: b, spec: spec, limits: spec.Limits.WithDefaults()}
+	if b.cgroupOK {
+		cg, err := newCgroups(b.cgroupRoot(), spec.SessionID, env.limits, b.cpus())
+		if err != nil {
+			return nil, err
+		}
+		if cg.pids == "" {
+			cg.remove(func() {})
+			return nil, errors.New("sandbox local: the pids cgroup stopped being writable")
+		}
+		env.cg = cg
+	}
+	return env, nil
+}
+
+// localEnv is one session's local sandbox.
+type localEnv struct {
+	b      *LocalBackend
+	spec   EnvSpec
+	limits Limits
+	cg     *cgroups // nil without cgroups
+
+	mu      sync.Mutex
+	closed  bool
+	running *exec.Cmd
+	cancel  context.CancelCauseFunc
+}
+
+// Exec runs req.Code with python inside a fresh namespace set.
+func (e *localEnv) Exec(ctx context.Context, req ExecRequest) (ExecResult, error) {
+	timeout := req.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	if err := os.WriteFile(filepath.Join(req.Scratch, CodeFileName), req.Code, 0o644); err != nil {
+		return ExecResult{}, fmt.Errorf("sandbox local: write code: %w", err)
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	tctx, tcancel := context.WithTimeoutCause(ctx, timeout, errTimeout)
+	defer tcancel()
+
+	cmd := exec.Command("/bin/sh", append([]string{"-c", localWrapper, "sh", e.procsFile()}, e.rlimits()...)...)
+	cmd.Args = append(cmd.Args, e.b.bwrap)
+	cmd.Args = append(cmd.Args, e.bwrapArgs(req)...)
+	cmd.Env = []string{} // bwrap and the wrapper get nothing from the server either
+	stdout := &OutputBuffer{Limit: e.limits.OutputBytes}
+	stderr := &OutputBuffer{Limit: e.limits.OutputBytes}
+	// Own pipes rather than exec's copying: Wait must not wait for a
+	// descendant that keeps stdout open; the sweep kills it first.
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return ExecResult{}, fmt.Errorf("sandbox local: %w", err)
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		outR.Close()
+		outW.Close()
+		return ExecResult{}, fmt.Errorf("sandbox local: %w", err)
+	}
+	defer outR.Close()
+	defer errR.Close()
+	cmd.Stdout, cmd.Stderr = outW, errW
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		outW.Close()
+		errW.Close()
+		return ExecResult{}, errEnvClosed
+	}
+	events, memFails := counter(e.pidsDir(), "pids.events"), counter(e.memDir(), "memory.failcnt")
+	start := time.Now()
+	err = cmd.Start()
+	outW.Close()
+	errW.Close()
+	if err != nil {
+		e.mu.Unlock()
+		return ExecResult{}, fmt.Errorf("sandbox local: start: %w", err)
+	}
+	e.running, e.cancel = cmd, cancel
+	e.mu.Unlock()
+
+	var copies sync.WaitGroup
+	copies.Add(2)
+	go func() { defer copies.Done(); io.Copy(stdout, outR) }()
+	go func() { defer copies.Done(); io.Copy(stderr, errR) }()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	var waitErr error
+	select {
+	case waitErr = <-done:
+	case <-tctx.Done():
+		e.kill(cmd)
+		waitErr = <-done
+	}
+	dur := time.Since(start)
+	// The pid namespace dies with its init, but asynchronously: sweep until
+	// nothing of this execution is left, then drain the pipes.
+	e.sweep()
+	copied := make(chan struct{})
+	go func() { copies.Wait(); close(copied) }()
+	select {
+	case <-copied:
+	case <-time.After(2 * time.Second):
+		outR.Close()
+		errR.Close()
+		<-copied
+	}
+
+	e.mu.Lock()
+	e.running, e.cancel = nil, nil
+	e.mu.Unlock()
+
+	res := ExecResult{Stdout: stdout.Bytes(), Stderr: stderr.Bytes(), Duration: dur}
+	res.ExitCode, res.Reason = exitOf(cmd, waitErr)
+	switch {
+	case context.Cause(tctx) == errTimeout:
+		res.Reason = ExitTimeout
+	case tctx.Err() != nil:
+		res.Reason = ExitKilled
+	case res.Reason != ExitOK && counter(e.memDir(), "memory.failcnt") > memFails:
+		res.Reason = ExitOOM
+	case res.Reason != ExitOK && counter(e.pidsDir(), "pids.events") > events:
+		res.Reason = ExitLimit
+	case res.Reason == ExitError && looksLikeMemoryError(res.Stderr):
+		res.Reason = ExitOOM
+	}
+	if res.Reason == ExitTimeout && counter(e.pidsDir(), "pids.events") > events {
+		res.Reason = ExitLimit
+	}
+	return res, nil
+}
+
+// localWrapper joins the pids group and sets the rlimits, then execs bwrap:
+// the cap holds from the first instruction of the sandbox on.
+// $1 lists the cgroup.procs files to join, space separated ("" for none);
+// then ulimit flag/value pairs
+// up to "--"; then the bwrap command line.
+const localWrapper = `for p in $1; do echo $$ > "$p" || exit 125; done
+shift
+while [ "$1" != "--" ]; do ulimit "$1" "$2" || exit 125; shift 2; done
+shift
+exec "$@"`
+
+func (e *localEnv) procsFile() string {
+	if e.cg == nil {
+		return ""
+	}
+	return e.cg.procsFiles()
+}
+
+func (e *localEnv) pidsDir() string {
+	if e.cg == nil {
+		return ""
+	}
+	return e.cg.pids
+}
+
+func (e *localEnv) memDir() string {
+	if e.cg == nil {
+		return ""
+	}
+	return e.cg.memory
+}
+
+// rlimits are the ulimit pairs for the wrapper. /bin/sh (dash) counts -v
+// in KiB and -f in blocks of 512 bytes.
+func (e *localEnv) rlimits() []string {
+	l := e.limits
+	out := []string{
+		"-t", strconv.Itoa(l.CPUSeconds),
+		"-v", strconv.FormatInt(max(l.MemoryBytes/1024, 1), 10),
+		"-f", strconv.FormatInt(max(l.FileSizeBytes/512, 1), 10),
+		"-n", strconv.Itoa(l.OpenFiles),
+	}
+	if e.cg == nil {
+		out = append(out, "-p", strconv.Itoa(l.Processes))
+	}
+	return append(out, "--")
+}
+
+func (e *localEnv) bwrapArgs(req ExecRequest) []string {
+	args := append(e.b.namespaceArgs(), e.b.rootArgs()...)
+	args = append(args,
+		"--proc", "/proc",
+		"--dev", "/dev",
+		"--tmpfs", "/tmp",
+		"--dir", "/etc",
+		"--ro-bind", e.spec.Workspace, WorkspacePath,
+		"--bind", req.Scratch, ScratchPath,
+		"--ro-bind", req.ModuleDir, ModuleDirPath,
+		"--bind", req.SocketDir, SocketDirPath,
+	)
+	for _, f := range []string{"/etc/localtime", "/etc/ld.so.cache"} {
+		if _, err := os.Stat(f); err == nil {
+			args = append(args, "--ro-bind", f, f)
+		}
+	}
+	args = append(args, "--chdir", ScratchPath, "--remount-ro", "/")
+	keys := make([]string, 0, len(req.Env))
+	for k := range req.Env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		args = append(args, "--setenv", k, req.Env[k])
+	}
+	return append(args, "--", e.b.python(), "-B", ScratchPath+"/"+CodeFileName)
+}
+
+// kill ends one execution at once: the wrapper's process group, then
+// everything in the pids group.
+func (e *localEnv) kill(cmd *exec.Cmd) {
+	if cmd.Process != nil {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		cmd.Process.Kill()
+	}
+	e.sweep()
+}
+
+// sweep SIGKILLs every process of the pids group until it is empty (or a
+// few seconds pass; a process in uninterruptible sleep can take a moment).
+func (e *localEnv) sweep() {
+	if e.cg == nil {
+		return
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		pids := readPids(filepath.Join(e.cg.pids, "cgroup.procs"))
+		if len(pids) == 0 || time.Now().After(deadline) {
+			return
+		}
+		for _, pid := range pids {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+func readPids(file string) []int {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil
+	}
+	var pids []int
+	for _, f := range strings.Fields(string(data)) {
+		if n, err := strconv.Atoi(f); err == nil && n > 0 {
+			pids = append(pids, n)
+		}
+	}
+	return pids
+}
+
+// Close kills a running execution and removes the pids group.
+func (e *localEnv) Close(context.Context) error {
+	e.mu.Lock()
+	e.closed = true
+	cmd, cancel := e.running, e.cancel
+	e.mu.Unlock()
+	if cancel != nil {
+		cancel(errEnvClosed)
+	}
+	if cmd != nil {
+		e.kill(cmd)
+	}
+	e.sweep()
+	if e.cg != nil {
+		return e.cg.remove(e.sweep)
+	}
+	return nil
+}
+
+// exitOf maps the wrapper's wait status to an exit code and reason. bwrap
+// reports a program killed by signal N as status 128+N.
+func exitOf(cmd *exec.Cmd, err error) (int, ExitReason) {
+	st := cmd.ProcessState
+	if st == nil {
+		return -1, ExitKilled
+	}
+	if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return -1, signalReason(ws.Signal())
+	}
+	code := st.ExitCode()
+	switch {
+	case code == 0 && err == nil:
+		return 0, ExitOK
+	case code > 128 && code < 160:
+		return code, signalReason(syscall.Signal(code - 128))
+	default:
+		return code, ExitError
+	}
+}
