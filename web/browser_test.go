@@ -99,8 +99,6 @@ func TestDashboardBrowser(t *testing.T) {
 		"CONTROL_URL="+control.URL,
 		"ARTIFACTS_DIR="+artifacts,
 		"CHROMIUM="+chromium,
-		"NAGENT_BIN="+bin,
-		"NAGENT_HOME="+srv.home,
 		"PLUGIN_MANIFEST="+manifest,
 		"PLUGIN_MODULE="+module,
 	)

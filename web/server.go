@@ -103,7 +103,7 @@ func New(a *app.App, opts Options) *Server {
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.mux = s.routes()
 
-	a.Runner.Observe = s.observe
+	a.Runner.SetObserver(s.observe)
 	a.Policy.OnReload(s.policyReloaded)
 	s.stopSandboxWatch = s.watchSandbox()
 	s.wg.Add(1)
@@ -121,6 +121,7 @@ func (s *Server) Handler() http.Handler { return s.mux }
 // them, and closes every websocket.
 func (s *Server) Close() {
 	s.app.Policy.OnReload(nil)
+	s.app.Runner.SetObserver(nil)
 	s.stopSandboxWatch()
 	s.cancel()
 	s.hub.close()

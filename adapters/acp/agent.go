@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"strings"
 	"sync"
@@ -83,7 +84,7 @@ func New(opts Options) *Agent {
 
 // Serve speaks ACP over in and out until in ends or ctx does, then
 // releases every session's MCP servers.
-func (a *Agent) Serve(ctx context.Context, in interface{ Read([]byte) (int, error) }, out interface{ Write([]byte) (int, error) }) error {
+func (a *Agent) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 	a.conn = NewConn(out, a, a.opts.Log)
 	err := a.conn.Serve(ctx, in)
 	a.mu.Lock()
@@ -111,10 +112,34 @@ type session struct {
 	id, cwd string
 	sites   []string // attached MCP sites, released with the session
 
-	mu        sync.Mutex
-	cancel    context.CancelFunc // of the running prompt
-	cancelled bool               // session/cancel arrived for the running prompt
-	allowed   map[string]bool    // tools approved with allow_always
+	mu      sync.Mutex
+	running map[*int]context.CancelFunc // the prompts running, normally one
+	allowed map[string]bool             // tools approved with allow_always
+}
+
+// start registers a running prompt; the returned func unregisters it.
+func (s *session) start(cancel context.CancelFunc) (done func()) {
+	key := new(int)
+	s.mu.Lock()
+	if s.running == nil {
+		s.running = make(map[*int]context.CancelFunc)
+	}
+	s.running[key] = cancel
+	s.mu.Unlock()
+	return func() {
+		s.mu.Lock()
+		delete(s.running, key)
+		s.mu.Unlock()
+	}
+}
+
+// cancelRunning cancels every running prompt of the session.
+func (s *session) cancelRunning() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, cancel := range s.running {
+		cancel()
+	}
 }
 
 // HandleRequest implements Handler.
@@ -172,12 +197,7 @@ func (a *Agent) HandleNotification(_ context.Context, method string, params json
 			return
 		}
 		if s := a.session(p.SessionID); s != nil {
-			s.mu.Lock()
-			if s.cancel != nil {
-				s.cancelled = true
-				s.cancel()
-			}
-			s.mu.Unlock()
+			s.cancelRunning()
 		}
 	case "$/cancel_request":
 		// Requests here are either short or prompts, which session/cancel
@@ -249,12 +269,7 @@ func (a *Agent) closeSession(ctx context.Context, id string) error {
 	if s == nil {
 		return &Error{Code: CodeNotFound, Message: fmt.Sprintf("session %s is not open", id)}
 	}
-	s.mu.Lock()
-	if s.cancel != nil {
-		s.cancelled = true
-		s.cancel()
-	}
-	s.mu.Unlock()
+	s.cancelRunning()
 	a.pool.release(ctx, s.sites)
 	return nil
 }
@@ -299,14 +314,7 @@ func (a *Agent) prompt(ctx context.Context, p promptParams) (promptResult, error
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	s.mu.Lock()
-	s.cancel, s.cancelled = cancel, false
-	s.mu.Unlock()
-	defer func() {
-		s.mu.Lock()
-		s.cancel = nil
-		s.mu.Unlock()
-	}()
+	defer s.start(cancel)()
 
 	r := &renderer{conn: a.conn, sessionID: s.id, log: a.opts.Log}
 	res, err := a.opts.Gateway.Handle(ctx, gateway.Message{
@@ -317,10 +325,9 @@ func (a *Agent) prompt(ctx context.Context, p promptParams) (promptResult, error
 		TrustedMetadata: map[string]any{"acp_cwd": s.cwd},
 	}, r.emit)
 
-	s.mu.Lock()
-	cancelled := s.cancelled
-	s.mu.Unlock()
-	if cancelled || ctx.Err() != nil || (res != nil && res.Reason == agent.ReasonCancelled) {
+	// A cancel that arrives as the turn ends still answers cancelled, as
+	// the protocol asks.
+	if ctx.Err() != nil || (res != nil && res.Reason == agent.ReasonCancelled) {
 		return promptResult{StopReason: StopCancelled}, nil
 	}
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/nagent/nagent/adapters/acp"
+	"github.com/nagent/nagent/adapters/cli"
 	"github.com/nagent/nagent/runtime/agent"
 	"github.com/nagent/nagent/runtime/errs"
 	"github.com/nagent/nagent/runtime/gateway"
@@ -239,6 +240,20 @@ func TestAgentPromptErrors(t *testing.T) {
 				t.Errorf("%s error = %v, want code %d", tt.method, err, tt.code)
 			}
 		})
+	}
+}
+
+func TestCommandHelp(t *testing.T) {
+	var out, errOut strings.Builder
+	code := acp.Command(context.Background(), []string{"--help"}, cli.IO{In: strings.NewReader(""), Out: &out, Err: &errOut})
+	if code != cli.ExitOK {
+		t.Errorf("exit code = %d", code)
+	}
+	if out.Len() != 0 {
+		t.Errorf("--help wrote to stdout, which belongs to the protocol: %q", out.String())
+	}
+	if !strings.Contains(errOut.String(), `{"agent_servers": {"N-Agent": {"command": "nagent", "args": ["acp"]}}}`) {
+		t.Errorf("--help does not show the Zed setting:\n%s", errOut.String())
 	}
 }
 

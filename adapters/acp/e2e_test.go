@@ -251,11 +251,21 @@ func TestACPClient(t *testing.T) {
 		e := newEnv(t,
 			scripted.Reply{ToolCalls: []llm.ToolCall{{ID: "call_echo", Name: "mcp_everything_echo", Arguments: `{"message":"hello from the editor"}`}}},
 			scripted.Reply{Content: "It echoed."},
+			scripted.Reply{Content: "No echo here."},
 		)
 		runScenario(t, node, bin, e, "mcp")
 		reqs := e.model.Requests()
-		if len(reqs) == 0 || !slices.ContainsFunc(reqs[0].Tools, func(s llm.ToolSpec) bool { return s.Name == "mcp_everything_echo" }) {
+		offered := func(r scripted.RecordedRequest) bool {
+			return slices.ContainsFunc(r.Tools, func(s llm.ToolSpec) bool { return s.Name == "mcp_everything_echo" })
+		}
+		if len(reqs) != 3 {
+			t.Fatalf("model requests = %d, want 3", len(reqs))
+		}
+		if !offered(reqs[0]) {
 			t.Errorf("the editor's MCP tool mcp_everything_echo was not offered to the model")
+		}
+		if offered(reqs[2]) {
+			t.Errorf("mcp_everything_echo is still offered after session/close released its server")
 		}
 	})
 }

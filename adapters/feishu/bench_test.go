@@ -15,10 +15,17 @@ import (
 // BenchmarkFirstCardUpdate measures the time from an inbound
 // im.message.receive_v1 frame to the first card reply reaching the fake
 // platform, with the scripted model streaming and StreamAfter < 0 (a card
-// at the first delta). With the default StreamAfter the card comes that
-// much later; shorter answers go as one text message instead.
+// at the first delta), with the default order window (DefaultOrderWindow,
+// which every message waits out) and without it. With the default
+// StreamAfter the card comes that much later; shorter answers go as one
+// text message instead.
 func BenchmarkFirstCardUpdate(b *testing.B) {
-	e := start(b, setup{opts: feishu.Options{StreamAfter: -1, UpdateInterval: 10 * time.Millisecond}})
+	b.Run("order_window=default", func(b *testing.B) { benchFirstCard(b, 0) })
+	b.Run("order_window=off", func(b *testing.B) { benchFirstCard(b, -1) })
+}
+
+func benchFirstCard(b *testing.B, window time.Duration) {
+	e := start(b, setup{opts: feishu.Options{StreamAfter: -1, UpdateInterval: 10 * time.Millisecond, OrderWindow: window}})
 	answer := strings.Repeat("streamed words ", 10)
 	e.model.SetResponder(func(scripted.RecordedRequest) scripted.Reply {
 		return scripted.Reply{Content: answer, ChunkSize: 8}

@@ -167,6 +167,13 @@ func (a *Adapter) Run(ctx context.Context, up func()) error {
 	if err == nil {
 		err = errors.New("the long connection closed")
 	}
+	var refused *larkws.ClientError
+	if errors.As(err, &refused) {
+		// The platform refused us (bad credentials, no long-connection
+		// subscription, too many connections): retrying will not help until
+		// the setting is fixed, but the gateway keeps trying with backoff.
+		return fmt.Errorf("feishu: long connection refused: %w (check feishu.app_id and feishu.app_secret, and that the app receives events through the persistent connection)", err)
+	}
 	return fmt.Errorf("feishu: long connection: %w", err)
 }
 
@@ -180,7 +187,7 @@ func (a *Adapter) learnBotID(ctx context.Context) error {
 	}
 	resp, err := a.api.Get(ctx, "/open-apis/bot/v3/info", nil, larkcore.AccessTokenTypeTenant)
 	if err != nil {
-		return fmt.Errorf("feishu: bot info: %w", err)
+		return fmt.Errorf("feishu: bot info: %w (check feishu.app_id and feishu.app_secret, and that %s is reachable)", err, a.opts.Domain)
 	}
 	var info struct {
 		Code int    `json:"code"`

@@ -47,7 +47,10 @@ type env struct {
 }
 
 type setup struct {
-	opts   feishu.Options
+	opts feishu.Options
+	// secret, when set, is the secret the adapter uses instead of the
+	// fake's, and start does not wait for the connection.
+	secret string
 	policy string // a Rego file for $NAGENT_HOME/policies
 	ping   int
 }
@@ -84,6 +87,9 @@ func start(tb testing.TB, s setup, replies ...scripted.Reply) *env {
 	}
 	opts := s.opts
 	opts.AppID, opts.AppSecret, opts.Domain, opts.Log = appID, appSecret, fake.URL(), log
+	if s.secret != "" {
+		opts.AppSecret = s.secret
+	}
 	if opts.UpdateInterval == 0 {
 		opts.UpdateInterval = 50 * time.Millisecond
 	}
@@ -100,7 +106,9 @@ func start(tb testing.TB, s setup, replies ...scripted.Reply) *env {
 		fake.Close()
 		a.Close()
 	})
-	e.waitState(tb, gateway.StateUp)
+	if s.secret == "" {
+		e.waitState(tb, gateway.StateUp)
+	}
 	return e
 }
 
@@ -201,6 +209,7 @@ func lastUser(tb testing.TB, model *scripted.Server, i int) string {
 
 func TestP2PRoundTrip(t *testing.T) {
 	e := start(t, setup{}, scripted.Reply{Content: "Hello from N-Agent."})
+	e.fake.RateLimitNext("reply", 1) // the first attempt is rate limited, and retried
 	e.push(t, "f1", feishutest.Message{MessageID: "om_1", ChatID: "oc_p2p", Sender: alice, Text: "hi there"})
 	got := e.waitCalls(t, 1, replies)
 	if got[0].MessageID != "om_1" || textOf(t, got[0]) != "Hello from N-Agent." {
@@ -246,8 +255,11 @@ func TestGroupMention(t *testing.T) {
 			t.Errorf("the model read %q, want %q", u, want)
 		}
 	})
+	t.Run("ImageIgnored", func(t *testing.T) {
+		e.push(t, "g4", feishutest.Message{MessageID: "om_g4", ChatID: "oc_p2p", Sender: alice, MsgType: "image", Content: `{"image_key":"img_x"}`})
+	})
 	if n := len(e.model.Requests()); n != 2 {
-		t.Errorf("the model got %d requests; the unmentioned group message must not reach it", n)
+		t.Errorf("the model got %d requests; the unmentioned group message and the image must not reach it", n)
 	}
 }
 
@@ -531,5 +543,17 @@ func TestSendText(t *testing.T) {
 func TestNewRequiresCredentials(t *testing.T) {
 	if _, err := feishu.New(nil, feishu.Options{AppID: "cli_x"}); err == nil || !strings.Contains(err.Error(), "NAGENT_FEISHU_APP_SECRET") {
 		t.Fatalf("New without a secret = %v", err)
+	}
+}
+
+func TestWrongSecretIsReported(t *testing.T) {
+	const wrong = "wrong-secret-should-never-show"
+	e := start(t, setup{secret: wrong})
+	h := e.waitState(t, gateway.StateReconnecting)
+	if !strings.Contains(h.LastError, "feishu.app_secret") || strings.Contains(h.LastError, wrong) {
+		t.Errorf("LastError = %q", h.LastError)
+	}
+	if e.fake.Connects() != 0 {
+		t.Errorf("connected with a wrong secret")
 	}
 }

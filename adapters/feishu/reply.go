@@ -254,11 +254,12 @@ func (a *Adapter) replyCard(ctx context.Context, in inbound, card map[string]any
 // reply calls the im/v1 reply API, retrying briefly when rate limited.
 func (a *Adapter) reply(ctx context.Context, in inbound, msgType, content string) (string, error) {
 	var last error
+	uuid := newID() // one per answer: a retry of a reply that did land is not posted twice
 	for attempt := 0; attempt < 4; attempt++ {
 		if attempt > 0 {
 			time.Sleep(time.Duration(attempt) * 500 * time.Millisecond)
 		}
-		body := larkim.NewReplyMessageReqBodyBuilder().MsgType(msgType).Content(content).Uuid(newID())
+		body := larkim.NewReplyMessageReqBodyBuilder().MsgType(msgType).Content(content).Uuid(uuid)
 		if in.ThreadID != "" {
 			body.ReplyInThread(true)
 		}

@@ -244,3 +244,14 @@ func TestTUIUnderTmux(t *testing.T) {
 	p.history = true
 	p.waitFor("resume with: nagent tui --session")
 }
+
+// TestTUINeedsATerminal: in a pipe, `nagent tui` points to `nagent chat`.
+func TestTUINeedsATerminal(t *testing.T) {
+	cmd := exec.Command(testbin.Nagent(t), "tui")
+	cmd.Env = append(os.Environ(), "NAGENT_HOME="+t.TempDir(), "NAGENT_LLM_BASE_URL=http://127.0.0.1:9/v1", "NAGENT_LLM_MODEL=m")
+	cmd.Stdin = strings.NewReader("hello\n")
+	out, err := cmd.CombinedOutput()
+	if code := cmd.ProcessState.ExitCode(); err == nil || code != 1 || !strings.Contains(string(out), `use "nagent chat"`) {
+		t.Errorf("nagent tui in a pipe (exit %d): %s", code, out)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nagent/nagent/runtime/core"
@@ -47,10 +48,8 @@ type AgentGraphRunner struct {
 	// MaxParallelTools bounds concurrent tool calls of one round (default 4).
 	MaxParallelTools int
 	Log              *slog.Logger
-	// Observe, when set, sees every event of every run (with the run's
-	// source) besides the run's own emit; the dashboard's websocket hub
-	// uses it. It is called on the run's goroutine and must never block.
-	Observe func(source string, e Event)
+	// observe, set with SetObserver, sees every event of every run.
+	observe atomic.Pointer[func(source string, e Event)]
 
 	locks sessionLocks
 }
@@ -129,6 +128,18 @@ func (r *AgentGraphRunner) Run(ctx context.Context, in RunInput, emit EmitFunc) 
 
 var errTurnTimeout = errors.New("turn timeout")
 
+// SetObserver makes f see every event of every run (with the run's source)
+// besides the run's own emit; the dashboard's websocket hub uses it. f is
+// called on the run's goroutine and must never block. nil removes it; it
+// may be called while turns run.
+func (r *AgentGraphRunner) SetObserver(f func(source string, e Event)) {
+	if f == nil {
+		r.observe.Store(nil)
+		return
+	}
+	r.observe.Store(&f)
+}
+
 func (r *AgentGraphRunner) logger() *slog.Logger {
 	if r.Log != nil {
 		return r.Log
@@ -182,8 +193,8 @@ func (s *run) event(e Event) {
 	defer s.mu.Unlock()
 	e.SessionID, e.Iteration = s.in.SessionID, s.iteration
 	s.emit(e)
-	if s.r.Observe != nil {
-		s.r.Observe(s.in.Source, e)
+	if o := s.r.observe.Load(); o != nil {
+		(*o)(s.in.Source, e)
 	}
 }
 

@@ -26,6 +26,8 @@ const DefaultImage = "nagent-sandbox:debian"
 const (
 	LabelSandbox = "org.nagent.sandbox"
 	LabelSession = "org.nagent.sandbox.session"
+	// LabelOwner is host:pid of the process that created the container.
+	LabelOwner = "org.nagent.sandbox.owner"
 )
 
 // Config configures the docker backend. The zero Config uses DOCKER_HOST
@@ -54,6 +56,8 @@ type Backend struct {
 
 	mu  sync.Mutex
 	cli *client.Client
+
+	staleOnce sync.Once
 }
 
 var _ sandbox.Backend = (*Backend)(nil)
@@ -139,6 +143,11 @@ func (b *Backend) Available(ctx context.Context) error {
 		}
 		return fmt.Errorf("docker sandbox: inspect image %q: %w", b.cfg.Image, err)
 	}
+	b.staleOnce.Do(func() {
+		if _, err := b.RemoveStale(ctx); err != nil {
+			b.log.Warn("docker sandbox: removing stale containers failed", "err", err)
+		}
+	})
 	return nil
 }
 
@@ -182,9 +191,11 @@ func (b *Backend) Open(ctx context.Context, spec sandbox.EnvSpec) (sandbox.Env, 
 	}, nil
 }
 
-// RemoveStale kills and removes sandbox containers left by an earlier
-// process (for example after a crash), and returns how many it removed.
-// Call it at startup, before any session opens.
+// RemoveStale kills and removes the sandbox containers that a process of
+// this host which is no longer running left behind (after a crash or a
+// kill -9), and returns how many it removed. Containers of live processes,
+// and of other hosts sharing the engine, are left alone. Available runs it
+// once per Backend.
 func (b *Backend) RemoveStale(ctx context.Context) (int, error) {
 	cli, err := b.Client()
 	if err != nil {
@@ -197,14 +208,35 @@ func (b *Backend) RemoveStale(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("docker sandbox: list stale containers: %w", err)
 	}
+	host, _ := os.Hostname()
 	n := 0
 	for _, c := range list.Items {
+		h, pid, ok := parseOwner(c.Labels[LabelOwner])
+		if !ok || h != host || processAlive(pid) {
+			continue
+		}
 		if _, err := cli.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{Force: true}); err != nil && !cerrdefs.IsNotFound(err) {
 			return n, fmt.Errorf("docker sandbox: remove stale container %s: %w", shortID(c.ID), err)
 		}
+		b.log.Info("docker sandbox: removed a stale container", "container", shortID(c.ID), "session_id", c.Labels[LabelSession], "owner", c.Labels[LabelOwner])
 		n++
 	}
 	return n, nil
+}
+
+// owner is the LabelOwner value of this process: host:pid.
+func owner() string {
+	host, _ := os.Hostname()
+	return host + ":" + strconv.Itoa(os.Getpid())
+}
+
+func parseOwner(v string) (host string, pid int, ok bool) {
+	i := strings.LastIndexByte(v, ':')
+	if i < 0 {
+		return "", 0, false
+	}
+	pid, err := strconv.Atoi(v[i+1:])
+	return v[:i], pid, err == nil && pid > 0
 }
 
 // numericUser parses "uid[:gid]".

@@ -153,6 +153,7 @@ func (e *Env) containerConfig(m mounts) (*container.Config, *container.HostConfi
 		Labels: map[string]string{
 			LabelSandbox: "1",
 			LabelSession: e.spec.SessionID,
+			LabelOwner:   owner(),
 		},
 	}
 	binds := []string{

@@ -113,6 +113,7 @@ await step("login", async () => {
   await key.fill("sk-wrong");
   await page.getByRole("button", { name: "Log in" }).click();
   await page.locator("#login-error").filter({ hasText: "not valid" }).waitFor();
+  await screenshot("login-refused");
   await key.fill(env.DASHBOARD_KEY);
   await key.press("Enter");
   await page.getByRole("heading", { name: "Sessions", level: 1 }).waitFor();
@@ -491,6 +492,18 @@ await step("forcing a sandbox release", async () => {
   await page.getByLabel("Session", { exact: true }).fill(sessionID);
   await page.getByRole("button", { name: "Show" }).click();
   await page.locator("#sandbox-history details.tool").first().waitFor();
+});
+
+await step("deleting a session", async () => {
+  assert(sessionID, "no session from the chat case");
+  await page.goto(`${base}/chat?session=${encodeURIComponent(sessionID)}`);
+  await page.locator("#delete-session").click();
+  await page.getByRole("heading", { name: "Sessions", level: 1 }).waitFor();
+  await page.locator("#session-list").waitFor();
+  await page.waitForLoadState("networkidle").catch(() => {});
+  assert(await page.locator(`tr[data-session-id='${sessionID}']`).count() === 0, "the deleted session is still listed");
+  const status = await page.evaluate(async (id) => (await fetch(`/api/sessions/${encodeURIComponent(id)}`)).status, sessionID);
+  assert(status === 404, `GET the deleted session answered ${status}`);
 });
 
 await clearScript().catch(() => {});

@@ -54,6 +54,7 @@ export async function render({ main, params, socket, navigate, setReload }) {
   function setRunning(on, stateLabel = "") {
     running = on;
     send.disabled = on;
+    if (!on) stop.disabled = false;
     stop.hidden = !on;
     runState.textContent = on ? (stateLabel || "Running…") : stateLabel;
   }
@@ -169,6 +170,14 @@ export async function render({ main, params, socket, navigate, setReload }) {
         if (ev.tool.status === "denied") { card.open = true; announce(`Tool ${ev.tool.name} was denied.`); }
         break;
       }
+      case "run_error":
+        // The turn could not start at all (queue full, store failure).
+        if (l.stream) l.stream.finish();
+        live = null;
+        runID = "";
+        setRunning(false, "Not started");
+        log.append(h("p.error-box", { role: "alert" }, `The turn could not start: ${ev.message}`));
+        break;
       case "warning":
         log.append(h("p.warn-box", { role: "note" }, `Warning: ${ev.message}`));
         break;
@@ -241,10 +250,12 @@ export async function render({ main, params, socket, navigate, setReload }) {
     log.append(messageEl("user", text));
     input.value = "";
     setRunning(true, "Starting…");
+    stop.disabled = true; // until the server names the run
     live = { stream: null, cards: new Map() };
     try {
       const res = await api.post("/api/runs", { session_id: sessionID, message: text });
       runID = res.run_id;
+      stop.disabled = false;
       watchRun(sessionID);
     } catch (err) {
       setRunning(false);
@@ -259,12 +270,14 @@ export async function render({ main, params, socket, navigate, setReload }) {
     if (e.key === "Enter" && !e.shiftKey && !e.isComposing) { e.preventDefault(); sendMessage(); }
   });
   stop.addEventListener("click", async () => {
+    // The run may finish (run_finished) before this request answers, so the
+    // label is set first and never after.
+    runState.textContent = "Stopping…";
     try {
       if (runID) await api.post(`/api/runs/${enc(runID)}/stop`);
       else await api.post(`/api/sessions/${enc(sessionID)}/stop`);
-      runState.textContent = "Stopping…";
     } catch (err) {
-      toast(err.message, "error");
+      if (running && err.status !== 404) toast(err.message, "error");
     }
   });
 
