@@ -99,6 +99,7 @@ func TestDashboardBrowser(t *testing.T) {
 		"CONTROL_URL="+control.URL,
 		"ARTIFACTS_DIR="+artifacts,
 		"CHROMIUM="+chromium,
+		"KB_DIR="+writeKBDocs(t),
 		"PLUGIN_MANIFEST="+manifest,
 		"PLUGIN_MODULE="+module,
 	)
@@ -160,6 +161,22 @@ func buildTextstatsPlugin(tb testing.TB) (manifest, module string) {
 		tb.Fatalf("build the textstats example plugin: %v\n%s", err, out)
 	}
 	return filepath.Join(src, "plugin.yaml"), module
+}
+
+// writeKBDocs writes a small Markdown directory for the knowledge-base case.
+func writeKBDocs(tb testing.TB) string {
+	tb.Helper()
+	dir := tb.TempDir()
+	docs := map[string]string{
+		"leave.md":  "# Annual leave\n\nEvery employee has 25 days of annual leave a year; unused days carry over until March.\n",
+		"travel.md": "# Travel\n\nBook trains for trips under 600 km; flights need a manager's approval.\n",
+	}
+	for name, body := range docs {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	return dir
 }
 
 // browserCase is one case reported by test.mjs.

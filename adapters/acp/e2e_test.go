@@ -126,6 +126,9 @@ func runScenario(tb testing.TB, node, bin string, e *acpEnv, scenario string) ma
 		<-done
 		tb.Fatalf("scenario %s did not finish in 3 minutes\nstdout:\n%s\nstderr:\n%s", scenario, stdout.String(), stderr.String())
 	}
+	if os.Getenv("ACP_DEBUG") != "" {
+		tb.Logf("scenario %s stderr (nagent's log):\n%s", scenario, stderr.String())
+	}
 	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
 	var summary map[string]any
 	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &summary); err != nil {

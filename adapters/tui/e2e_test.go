@@ -238,8 +238,16 @@ func TestTUIUnderTmux(t *testing.T) {
 		t.Errorf("the provider was asked for model %q, want other-model", reqs[len(reqs)-1].Model)
 	}
 
-	// Ctrl-C when idle quits and prints how to come back.
-	// The line may scroll off the screen as the alternate screen closes.
+	// Ctrl-C during a turn cancels it; the UI stays.
+	srv.Enqueue(scripted.Reply{Content: "too late", Delay: time.Minute})
+	p.keys(true, "Take your time")
+	p.keys(false, "Enter")
+	p.waitFor("· running", "Ctrl-C cancels the turn")
+	p.keys(false, "C-c")
+	p.waitFor("the turn was cancelled", "idle")
+
+	// Ctrl-C when idle quits; the line may scroll off the screen as the
+	// alternate screen closes.
 	p.keys(false, "C-c")
 	p.history = true
 	p.waitFor("resume with: nagent tui --session")

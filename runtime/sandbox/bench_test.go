@@ -62,6 +62,22 @@ func BenchmarkLocalPrint1(b *testing.B) {
 		}
 		report(b, ds)
 	})
+	// overhead alternates a bare python and a reused-sandbox print(1), so
+	// that both see the same machine load, and reports the p50 of the
+	// differences: what the sandbox adds to python's own start-up.
+	b.Run("overhead", func(b *testing.B) {
+		run(b, "pair")
+		var diffs []time.Duration
+		for b.Loop() {
+			start := time.Now()
+			if err := exec.Command(sandbox.DefaultPython, "-c", "print(1)").Run(); err != nil {
+				b.Fatal(err)
+			}
+			bare := time.Since(start)
+			diffs = append(diffs, run(b, "pair")-bare)
+		}
+		report(b, diffs)
+	})
 	b.Run("first", func(b *testing.B) {
 		var ds []time.Duration
 		for i := 0; b.Loop(); i++ {

@@ -55,5 +55,7 @@
 // processes (a fork bomb outrunning it), it removes the container, and the
 // next call starts a fresh one.
 //
-// Close kills and removes the container.
+// Close kills and removes the container. Containers carry the labels
+// org.nagent.sandbox, .session and .owner (host:pid); Available removes
+// those whose owner process on this host is gone (a crash, a kill -9).
 package docker

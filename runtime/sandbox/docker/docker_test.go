@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -283,4 +285,38 @@ func mustOutput(t *testing.T, name string, args ...string) []byte {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// TestRemoveStale removes the containers of a dead process of this host
+// and keeps those of a live one.
+func TestRemoveStale(t *testing.T) {
+	b := testBackend(t)
+	cli, _ := b.Client()
+	ctx := context.Background()
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	host, _ := os.Hostname()
+	create := func(pid int) string {
+		r, err := cli.ContainerCreate(ctx, client.ContainerCreateOptions{
+			Config: &container.Config{Image: docker.DefaultImage, Cmd: []string{"true"}, Labels: map[string]string{
+				docker.LabelSandbox: "1", docker.LabelSession: "stale-test", docker.LabelOwner: host + ":" + strconv.Itoa(pid),
+			}},
+			HostConfig: &container.HostConfig{NetworkMode: "none"},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cli.ContainerRemove(ctx, r.ID, client.ContainerRemoveOptions{Force: true}) })
+		return r.ID
+	}
+	stale, live := create(dead.Process.Pid), create(os.Getpid())
+	if _, err := b.RemoveStale(ctx); err != nil {
+		t.Fatal(err)
+	}
+	assertGone(t, b, stale)
+	if _, err := inspect(b, live); err != nil {
+		t.Errorf("the live process's container was removed: %v", err)
+	}
 }

@@ -58,6 +58,7 @@ const context = await chromium.launchPersistentContext(userDataDir, {
   args: [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--disable-dev-shm-usage",
   ],
   viewport: { width: 1366, height: 820 },
   timeout: T.long,
@@ -396,6 +397,22 @@ await step("installing a plugin and calling its tool", async () => {
   await screenshot("plugin-called");
   await page.getByRole("button", { name: "Remove textstats" }).click();
   await page.locator("#plugin-table tr[data-plugin='textstats']").waitFor({ state: "detached", timeout: T.long });
+});
+
+await step("adding, ingesting and searching a knowledge base", async () => {
+  if (!env.KB_DIR) return { skip: "KB_DIR is not set" };
+  await navigateTo("Knowledge");
+  await page.getByLabel("Name", { exact: true }).fill("handbook");
+  await page.getByLabel("Description (the model reads it)").fill("HR policies");
+  await page.getByLabel("Directory").fill(env.KB_DIR);
+  await page.getByRole("button", { name: "Add", exact: true }).click();
+  await page.locator("#kb-table tr", { hasText: "handbook" }).waitFor({ timeout: T.long });
+  await page.locator("#kb-table tr", { hasText: "handbook" }).getByRole("button", { name: "Ingest" }).click();
+  await page.locator(".toast", { hasText: "handbook:" }).waitFor({ timeout: T.long });
+  await page.getByLabel("Query").fill("annual leave");
+  await page.getByRole("button", { name: "Search", exact: true }).click();
+  await page.locator("#kb-results li", { hasText: "25 days" }).first().waitFor({ timeout: T.long });
+  await noErrors("the knowledge page");
 });
 
 await step("stopping a running turn", async () => {

@@ -22,7 +22,10 @@ assert.ok(bin, "NAGENT_BIN is not set");
 function startAgent({ requestPermission } = {}) {
   const child = spawn(bin, ["acp"], { stdio: ["pipe", "pipe", "pipe"], env: process.env });
   let stderr = "";
-  child.stderr.on("data", (d) => (stderr += d));
+  child.stderr.on("data", (d) => {
+    stderr += d;
+    if (process.env.ACP_DEBUG) process.stderr.write(d); // nagent's log
+  });
   const exited = new Promise((resolve) => child.on("exit", (code) => resolve(code)));
   const updates = [];
   const permissions = [];

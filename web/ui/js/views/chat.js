@@ -40,7 +40,7 @@ export async function render({ main, params, socket, navigate, setReload }) {
   const form = h("form.composer#composer", { "aria-label": "Send a message" },
     h("label.sr-only", { for: "message" }, "Message"),
     input,
-    h("div.row", runState, h("span", { style: "flex:1" }), stop, send));
+    h("div.row", runState, h("span.grow"), stop, send));
 
   replace(main, title, meta, details, h("h2.sr-only", "Messages"), log, form);
 

@@ -25,7 +25,7 @@ export async function render({ main, params, setReload }) {
             h("small.muted", "A project is created by saving its first file.")),
           h("button", { type: "submit" }, "Open"))),
       h("section", { "aria-labelledby": "memory-file-title" },
-        heading, note, ed.el, h("div.row", status, h("span", { style: "flex:1" }), save))),
+        heading, note, ed.el, h("div.row", status, h("span.grow"), save))),
     h("section", { "aria-labelledby": "mem-health-title" }, h("h2#mem-health-title", "Provider health"), health));
 
   async function load() {

@@ -57,7 +57,7 @@ export async function render({ main, params, socket, setReload }) {
       h("section", { "aria-labelledby": "editor-title" },
         h("h2#editor-title", "Editor"),
         readOnlyNote, ed.el, errors,
-        h("div.row", savedNote, h("span", { style: "flex:1" }), del, save))),
+        h("div.row", savedNote, h("span.grow"), del, save))),
     h("div.grid2",
       h("section.card", { "aria-labelledby": "eval-title" },
         h("h2#eval-title", "Evaluate"),

@@ -16,7 +16,7 @@ export async function render({ main, params, socket, navigate, setReload }) {
   const more = h("button#more", { type: "button", hidden: true }, "Load more");
 
   replace(main,
-    h("div.row", h("h1", "Sessions"), h("span", { style: "flex:1" }), h("a.button.primary", { href: "/chat" }, "New chat")),
+    h("div.row", h("h1", "Sessions"), h("span.grow"), h("a.button.primary", { href: "/chat" }, "New chat")),
     h("form.toolbar", { role: "search", onsubmit: (e) => { e.preventDefault(); reload(); } },
       h("div.field", h("label", { for: "filter-q" }, "Search"), q),
       h("div.field", h("label", { for: "filter-source" }, "Source"), source),
