@@ -142,7 +142,7 @@ func (b *LocalBackend) cgroupWritable() bool {
 // namespaceArgs are the bwrap flags every sandbox shares.
 func (b *LocalBackend) namespaceArgs() []string {
 	return []string{
-		"--unshare-all", "--disable-userns", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
+		"--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
 		"--uid", sandboxUID, "--gid", sandboxUID, "--hostname", "sandbox",
 		"--clearenv",
 	}
