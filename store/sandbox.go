@@ -60,17 +60,22 @@ type ReleasedSandbox struct {
 	ReleasedAt time.Time `json:"released_at"`
 }
 
-// PutLiveSandbox inserts or replaces the live row of a session's sandbox,
-// keeping a pending release request.
+// PutLiveSandbox inserts the live row of a session's sandbox, or updates
+// it when s.Owner already holds it (keeping a pending release request).
+// ECONFLICT when another owner holds the session's row.
 func (db *DB) PutLiveSandbox(ctx context.Context, s LiveSandbox) error {
-	_, err := db.write.ExecContext(ctx, `INSERT INTO sandboxes
+	res, err := db.write.ExecContext(ctx, `INSERT INTO sandboxes
 		(session_id, backend, state, owner, executions, created_at, last_used_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (session_id) DO UPDATE SET backend = excluded.backend, state = excluded.state,
-			owner = excluded.owner, executions = excluded.executions, last_used_at = excluded.last_used_at`,
+			executions = excluded.executions, last_used_at = excluded.last_used_at
+		WHERE sandboxes.owner = excluded.owner`,
 		s.SessionID, s.Backend, s.State, s.Owner, s.Executions, s.CreatedAt.UTC(), s.LastUsedAt.UTC())
 	if err != nil {
 		return fmt.Errorf("store.PutLiveSandbox: %w", err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return errs.Errorf(errs.ECONFLICT, "the sandbox of session %q is held by another process", s.SessionID)
 	}
 	return nil
 }

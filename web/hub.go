@@ -57,15 +57,66 @@ type Hub struct {
 	dropped atomic.Int64 // clients dropped for a full queue
 }
 
-// topic is one topic's subscribers and recent events.
+// topic is one topic's subscribers and recent events. Publishing only
+// appends to pending and wakes the topic's fan-out goroutine, which keeps
+// the ring and queues each event to every subscriber: a run pays the same
+// for an event whether 0 or 200 clients watch.
 type topic struct {
-	mu         sync.Mutex
+	pmu     sync.Mutex // guards pending; taken by publishers
+	pending []envelope // published, not yet fanned out (in id order)
+	wake    chan struct{}
+	quit    chan struct{}
+
+	mu         sync.Mutex // guards the rest; taken by the fan-out
 	subs       map[*client]struct{}
 	ring       []envelope // circular, len ≤ ringSize
 	head       int        // index of the oldest entry when full
 	evicted    int64      // the largest id dropped from the ring
 	lastActive time.Time
 	persistent bool
+}
+
+func (h *Hub) newTopic(persistent bool) *topic {
+	t := &topic{subs: map[*client]struct{}{}, lastActive: h.now(), persistent: persistent,
+		wake: make(chan struct{}, 1), quit: make(chan struct{})}
+	go h.fanOut(t)
+	return t
+}
+
+// fanOut moves published events into the ring and the subscribers' queues.
+func (h *Hub) fanOut(t *topic) {
+	var batch []envelope
+	for {
+		select {
+		case <-t.quit:
+			return
+		case <-t.wake:
+		}
+		t.pmu.Lock()
+		batch, t.pending = t.pending, batch[:0]
+		t.pmu.Unlock()
+		if len(batch) == 0 {
+			continue
+		}
+		t.mu.Lock()
+		for _, env := range batch {
+			if len(t.ring) < h.ringSize {
+				t.ring = append(t.ring, env)
+			} else {
+				t.evicted = t.ring[t.head].id
+				t.ring[t.head] = env
+				t.head = (t.head + 1) % len(t.ring)
+			}
+			for c := range t.subs {
+				if !c.enqueue(env.msg) {
+					h.drop(c)
+				}
+			}
+		}
+		t.lastActive = h.now()
+		t.mu.Unlock()
+		clear(batch)
+	}
 }
 
 // envelope is one published event, already encoded as its wire message.
@@ -79,7 +130,7 @@ func newHub(ringSize int, idle time.Duration, now func() time.Time) *Hub {
 	h.startID = now().UnixMicro()
 	h.lastID.Store(h.startID)
 	for _, t := range []string{TopicSessions, TopicSandbox, TopicPolicy, TopicWarnings} {
-		h.topics[t] = &topic{subs: map[*client]struct{}{}, persistent: true}
+		h.topics[t] = h.newTopic(true)
 	}
 	return h
 }
@@ -101,15 +152,16 @@ func (h *Hub) Ensure(name string) {
 func (h *Hub) ensureLocked(name string) *topic {
 	t := h.topics[name]
 	if t == nil {
-		t = &topic{subs: map[*client]struct{}{}, lastActive: h.now()}
+		t = h.newTopic(false)
 		h.topics[name] = t
 	}
 	return t
 }
 
 // Publish sends event to the topic's subscribers and keeps it in the
-// topic's ring. A session topic nobody subscribed to (and nobody ensured)
-// drops the event at once. It never blocks on a client.
+// topic's ring, through the topic's fan-out goroutine. A session topic
+// nobody subscribed to (and nobody ensured) drops the event at once. It
+// never blocks on a client, and costs the same whatever the subscribers.
 func (h *Hub) Publish(name string, event any) { h.publish(name, event) }
 
 // publish is Publish returning the wire message, or nil when dropped.
@@ -125,23 +177,14 @@ func (h *Hub) publish(name string, event any) []byte {
 	if err != nil {
 		return nil
 	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	id := h.lastID.Add(1)
+	t.pmu.Lock()
+	id := h.lastID.Add(1) // under pmu, so pending stays in id order
 	msg := encodeEvent(id, name, h.now(), payload)
-	env := envelope{id: id, msg: msg}
-	if len(t.ring) < h.ringSize {
-		t.ring = append(t.ring, env)
-	} else {
-		t.evicted = t.ring[t.head].id
-		t.ring[t.head] = env
-		t.head = (t.head + 1) % len(t.ring)
-	}
-	t.lastActive = h.now()
-	for c := range t.subs {
-		if !c.enqueue(msg) {
-			h.drop(c)
-		}
+	t.pending = append(t.pending, envelope{id: id, msg: msg})
+	t.pmu.Unlock()
+	select {
+	case t.wake <- struct{}{}:
+	default: // the fan-out is already due to run
 	}
 	return msg
 }
@@ -266,6 +309,9 @@ func (h *Hub) sweep() {
 	cutoff := h.now().Add(-h.idle)
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if h.closed {
+		return
+	}
 	for name, t := range h.topics {
 		if t.persistent {
 			continue
@@ -275,6 +321,7 @@ func (h *Hub) sweep() {
 		t.mu.Unlock()
 		if idle {
 			delete(h.topics, name)
+			close(t.quit)
 		}
 	}
 }
@@ -282,7 +329,14 @@ func (h *Hub) sweep() {
 // close disconnects every client; later publishes are dropped.
 func (h *Hub) close() {
 	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return
+	}
 	h.closed = true
+	for _, t := range h.topics {
+		close(t.quit)
+	}
 	cs := make([]*client, 0, len(h.clients))
 	for c := range h.clients {
 		cs = append(cs, c)

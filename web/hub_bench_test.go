@@ -26,6 +26,7 @@ func BenchmarkPublish(b *testing.B) {
 		}
 		b.Run(name, func(b *testing.B) {
 			h := newHub(1024, time.Minute, time.Now)
+			defer h.close()
 			topic := SessionTopic("busy")
 			h.Ensure(topic)
 			stop := make(chan struct{})

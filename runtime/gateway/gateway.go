@@ -95,8 +95,9 @@ type Service struct {
 	db   *store.DB
 	opts Options
 
-	mu     sync.Mutex
-	queues map[Conversation]*queue
+	mu         sync.Mutex
+	queues     map[Conversation]*queue
+	prunedSeen time.Time // when forgetOldSeen last ran
 
 	adapters adapterSet
 }
@@ -162,14 +163,17 @@ func (s *Service) Submit(ctx context.Context, msg Message, h Handler) (Ticket, e
 		return Ticket{}, errs.Errorf(errs.EBUSY, "gateway: %d messages are already waiting in this conversation; wait for the answers", len(q.jobs))
 	}
 	// The store calls run under s.mu so that two messages of one new
-	// conversation agree on its session and keep their arrival order.
-	fresh, err := s.db.MarkSeen(ctx, conv.Platform, seenKey("msg:", msg.MessageID), seenKey("evt:", msg.EventID))
-	if err == nil && !fresh {
-		err = ErrDuplicate
-	}
-	var sessionID string
+	// conversation agree on its session and keep their arrival order. The
+	// message is marked seen last: a message that fails before it is queued
+	// stays unseen, so that the platform's redelivery is answered.
+	s.forgetOldSeen(ctx)
+	sessionID, err := s.resolve(ctx, conv, msg.SessionID)
 	if err == nil {
-		sessionID, err = s.resolve(ctx, conv, msg.SessionID)
+		var fresh bool
+		fresh, err = s.db.MarkSeen(ctx, conv.Platform, seenKey("msg:", msg.MessageID), seenKey("evt:", msg.EventID))
+		if err == nil && !fresh {
+			err = ErrDuplicate
+		}
 	}
 	if err != nil {
 		if len(q.jobs) == 0 && !q.running {
@@ -300,4 +304,20 @@ func (s *Service) Bind(ctx context.Context, conv Conversation, sessionID string)
 func (s *Service) ForgetSeen(ctx context.Context, age time.Duration) error {
 	_, err := s.db.ForgetSeen(ctx, time.Now().Add(-age))
 	return err
+}
+
+// seenRetention is how long delivery records are kept; platforms stop
+// redelivering within hours (Feishu: minutes).
+const seenRetention = 7 * 24 * time.Hour
+
+// forgetOldSeen drops delivery records past seenRetention, at most once an
+// hour, so that the table does not grow without bound. Callers hold s.mu.
+func (s *Service) forgetOldSeen(ctx context.Context) {
+	if time.Since(s.prunedSeen) < time.Hour {
+		return
+	}
+	s.prunedSeen = time.Now()
+	if err := s.ForgetSeen(ctx, seenRetention); err != nil {
+		s.opts.Log.Warn("gateway: dropping old delivery records failed; retrying in an hour", "err", err)
+	}
 }

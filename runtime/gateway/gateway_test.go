@@ -138,15 +138,33 @@ func TestRedeliveryIsAnsweredOnce(t *testing.T) {
 	if n := len(srv.Requests()); n != 1 {
 		t.Errorf("the model was called %d times, want 1", n)
 	}
+
+	// Delivery records are kept for a while, then dropped.
+	if err := b.Gateway.ForgetSeen(ctx, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Gateway.Handle(ctx, msg, nil); !errors.Is(err, gateway.ErrDuplicate) {
+		t.Errorf("redelivery after forgetting older records: err = %v, want ErrDuplicate", err)
+	}
+	if err := b.Gateway.ForgetSeen(ctx, -time.Hour); err != nil { // everything is older than an hour from now
+		t.Fatal(err)
+	}
+	if _, err := b.Gateway.Handle(ctx, msg, nil); err != nil {
+		t.Errorf("a message whose record was dropped: err = %v, want it answered", err)
+	}
 }
 
 func TestBurstIsAnsweredInOrder(t *testing.T) {
 	srv := scripted.Start()
 	defer srv.Close()
+	// The first turn stays with the model until the whole burst has arrived.
+	release := make(chan struct{})
+	var once sync.Once
+	unblock := func() { once.Do(func() { close(release) }) }
+	defer unblock()
 	srv.SetResponder(func(req scripted.RecordedRequest) scripted.Reply {
-		r := scripted.Echo(req)
-		r.Delay = 20 * time.Millisecond // keep the first turn running while the burst arrives
-		return r
+		<-release
+		return scripted.Echo(req)
 	})
 	a := newApp(t, srv, t.TempDir())
 	conv := gateway.Conversation{Platform: gateway.PlatformFeishu, ChatID: "oc_burst"}
@@ -175,6 +193,7 @@ func TestBurstIsAnsweredInOrder(t *testing.T) {
 			t.Errorf("message %d: %d turns ahead, want %d", i, ticket.Ahead, i)
 		}
 	}
+	unblock()
 	wg.Wait()
 	want := "echo: msg 0|echo: msg 1|echo: msg 2|echo: msg 3|echo: msg 4"
 	if got := strings.Join(answered, "|"); got != want {

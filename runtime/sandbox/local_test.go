@@ -5,7 +5,9 @@ package sandbox_test
 import (
 	"context"
 	"os"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/nagent/nagent/runtime/sandbox"
 	"github.com/nagent/nagent/runtime/sandbox/sandboxtest"
@@ -29,4 +31,30 @@ func requireLocal(tb testing.TB) *sandbox.LocalBackend {
 func TestLocalEscape(t *testing.T) {
 	requireLocal(t)
 	sandboxtest.RunEscapeSuite(t, func(t *testing.T) sandbox.Backend { return requireLocal(t) })
+}
+
+// TestLocalHardening checks what the local backend adds beyond the shared
+// escape suite: no capabilities, no_new_privs, no nested user namespaces
+// (a path to in-namespace capabilities and more kernel surface), its own
+// hostname, and a read-only root.
+func TestLocalHardening(t *testing.T) {
+	h := sandboxtest.NewHarness(t, requireLocal(t), sandbox.Options{})
+	res := h.Exec(t, "hard", `
+import ctypes, os, socket
+st = {l.split(":")[0]: l.split(":")[1].strip() for l in open("/proc/self/status")}
+print("CapEff", st["CapEff"], "CapBnd", st["CapBnd"], "NoNewPrivs", st["NoNewPrivs"])
+libc = ctypes.CDLL(None, use_errno=True)
+print("unshare_user", libc.unshare(0x10000000))
+print("hostname", socket.gethostname())
+try:
+    open("/newfile", "w"); print("root writable")
+except OSError:
+    print("root read-only")
+`, time.Minute, 0)
+	want := []string{"CapEff 0000000000000000 CapBnd 0000000000000000 NoNewPrivs 1", "unshare_user -1", "hostname sandbox", "root read-only"}
+	for _, w := range want {
+		if !strings.Contains(res.Stdout, w) {
+			t.Errorf("missing %q in:\n%s%s", w, res.Stdout, res.Stderr)
+		}
+	}
 }

@@ -350,6 +350,14 @@ func (m *Manager) create(ctx context.Context, sessionID string) (*box, error) {
 	b := &box{session: sessionID, dir: dir, workspace: ws, env: env, created: now, lastUsed: now,
 		lock: make(chan struct{}, 1), released: make(chan struct{}), seq: lastCallNumber(filepath.Join(dir, "calls"))}
 	if m.opts.Store != nil {
+		// The insert is the claim that counts: two processes that both
+		// passed claim cannot both hold the row.
+		err := m.opts.Store.PutLiveSandbox(ctx, store.LiveSandbox{SessionID: sessionID, Backend: m.backend.Name(),
+			State: string(StateActive), Owner: m.opts.Owner, CreatedAt: now, LastUsedAt: now})
+		if errs.Code(err) == errs.ECONFLICT {
+			env.Close(context.WithoutCancel(ctx))
+			return nil, errs.Errorf(errs.ECONFLICT, "session %s's sandbox is held by another nagent process; run the code through that process, or release it first: nagent sandbox release --session %s", sessionID, sessionID)
+		}
 		if ok, err := m.opts.Store.SessionExists(ctx, sessionID); err == nil && ok {
 			b.sawSession = true
 		}

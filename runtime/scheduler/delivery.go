@@ -221,8 +221,8 @@ func (d *ScheduleOutboundDelivery) webhook(ctx context.Context, s store.Schedule
 	}
 	body, _ := json.Marshal(p)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.DeliveryTarget, bytes.NewReader(body))
-	if err != nil {
-		return permanentError{fmt.Errorf("webhook: %w", err)}
+	if err != nil { // err quotes the whole URL
+		return permanentError{fmt.Errorf("webhook: %s is not a valid URL; fix the schedule's target", redactURL(s.DeliveryTarget))}
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "nagent-scheduler")

@@ -207,7 +207,16 @@ func TestOnceRunsOnceThenHasNoNextRun(t *testing.T) {
 
 // TestOverlapIsSkippedAndRecorded: runs are single-flight per schedule.
 func TestOverlapIsSkippedAndRecorded(t *testing.T) {
-	e := newEnv(t, scripted.Reply{Content: "slow answer", Delay: 2 * time.Second})
+	e := newEnv(t)
+	// The first run stays with the model until the overlapping ones were tried.
+	release := make(chan struct{})
+	var once sync.Once
+	unblock := func() { once.Do(func() { close(release) }) }
+	t.Cleanup(unblock)
+	e.model.SetResponder(func(scripted.RecordedRequest) scripted.Reply {
+		<-release
+		return scripted.Reply{Content: "slow answer"}
+	})
 	s := e.add(t, scheduler.NewSchedule{Name: "minutely", Kind: "every", Spec: "1m"})
 	e.tick(t, t0.Add(time.Minute))
 	waitFor(t, "the first run to reach the model", func() bool { return len(e.model.Requests()) == 1 })
@@ -217,6 +226,7 @@ func TestOverlapIsSkippedAndRecorded(t *testing.T) {
 	if err != nil || manual.Status != store.RunSkippedOverlap {
 		t.Fatalf("manual run during a run = %+v, %v", manual, err)
 	}
+	unblock()
 	e.sched.Runner.Wait()
 
 	runs := e.runs(t, s)

@@ -129,28 +129,42 @@ func (t Timing) Next(after time.Time) (time.Time, bool) {
 // as robfig/cron does, drops the 02:30 run and runs 01:30 twice.) The price:
 // an hourly job skips the repeated hour of a fall-back.
 func (t Timing) nextCron(after time.Time) (time.Time, bool) {
-	a := after.In(t.loc)
-	// The wall clock as if it were UTC, where every minute exists once.
-	wall := time.Date(a.Year(), a.Month(), a.Day(), a.Hour(), a.Minute(), a.Second(), a.Nanosecond(), time.UTC)
+	wall := wallOf(after.In(t.loc))
 	for range 1000 {
 		w := t.cron.Next(wall)
 		if w.IsZero() {
 			return time.Time{}, false
 		}
-		// time.Date resolves an ambiguous wall time to its first
-		// occurrence, and one in a gap with the offset after the jump
-		// (02:30 → 01:30 EST); move the latter to after the jump instead.
-		r := time.Date(w.Year(), w.Month(), w.Day(), w.Hour(), w.Minute(), w.Second(), 0, t.loc)
-		if r.Hour() != w.Hour() || r.Minute() != w.Minute() {
-			_, before := r.Zone()
-			r = w.Add(-time.Duration(before) * time.Second).In(t.loc)
-		}
-		if r.After(after) {
+		if r := wallInstant(w, t.loc); r.After(after) {
 			return r.UTC(), true
 		}
 		wall = w
 	}
 	return time.Time{}, false
+}
+
+// wallOf is t's wall clock written as UTC, where every minute exists once.
+func wallOf(t time.Time) time.Time {
+	return time.Date(t.Year(), t.Month(), t.Day(), t.Hour(), t.Minute(), t.Second(), t.Nanosecond(), time.UTC)
+}
+
+// wallInstant returns the instant whose wall clock in loc is w (a wall
+// clock written as UTC). A wall time repeated by a fall-back resolves to
+// its first occurrence; one skipped by a spring-forward is read with the
+// offset in force before the jump, so it lands after the jump by the
+// length of the gap (02:30 becomes 03:30). time.Date does neither
+// consistently: its choice depends on the sign of the zone's offset.
+// Time-zone transitions are assumed to be more than a day and a half apart.
+func wallInstant(w time.Time, loc *time.Location) time.Time {
+	_, before := w.Add(-36 * time.Hour).In(loc).Zone()
+	_, after := w.Add(36 * time.Hour).In(loc).Zone()
+	for _, off := range []int{max(before, after), min(before, after)} { // the larger offset is the earlier instant
+		r := w.Add(-time.Duration(off) * time.Second)
+		if l := r.In(loc); wallOf(l).Equal(w) {
+			return l
+		}
+	}
+	return w.Add(-time.Duration(before) * time.Second).In(loc)
 }
 
 // Missed walks the occurrences from first (an occurrence at or before now)

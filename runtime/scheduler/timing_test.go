@@ -43,6 +43,21 @@ var nextTests = []struct {
 	{name: "DSTFallBackDailyMorning", kind: "cron", spec: "0 9 * * *", tz: "America/New_York",
 		after: "2026-10-31T12:00:00-04:00",
 		want:  []string{"2026-11-01T09:00:00-05:00", "2026-11-02T09:00:00-05:00"}},
+	// Europe/Berlin (east of UTC) springs forward on 2026-03-29 at 02:00 → 03:00
+	// and falls back on 2026-10-25 at 03:00 → 02:00.
+	{name: "DSTSpringForwardEastOfUTC", kind: "cron", spec: "30 2 * * *", tz: "Europe/Berlin",
+		after: "2026-03-28T12:00:00+01:00",
+		want:  []string{"2026-03-29T03:30:00+02:00", "2026-03-30T02:30:00+02:00"}},
+	{name: "DSTFallBackEastOfUTCRunsAtFirst", kind: "cron", spec: "30 2 * * *", tz: "Europe/Berlin",
+		after: "2026-10-24T12:00:00+02:00",
+		want:  []string{"2026-10-25T02:30:00+02:00", "2026-10-26T02:30:00+01:00"}},
+	{name: "DSTFallBackFromTheRepeatedHour", kind: "cron", spec: "30 2 * * *", tz: "Europe/Berlin",
+		after: "2026-10-25T02:10:00+01:00", // after the first 02:30 already ran
+		want:  []string{"2026-10-26T02:30:00+01:00"}},
+	// Australia/Lord_Howe springs forward by 30 minutes on 2026-10-04 at 02:00 → 02:30.
+	{name: "DSTHalfHourGap", kind: "cron", spec: "15 2 * * *", tz: "Australia/Lord_Howe",
+		after: "2026-10-03T12:00:00+10:30",
+		want:  []string{"2026-10-04T02:45:00+11:00", "2026-10-05T02:15:00+11:00"}},
 	{name: "Every", kind: "every", spec: "15m", anchor: "2026-12-02T10:00:00Z", after: "2026-12-02T10:20:00Z",
 		want: []string{"2026-12-02T10:30:00Z", "2026-12-02T10:45:00Z"}},
 	{name: "EveryOnTheBoundary", kind: "every", spec: "1h", anchor: "2026-12-02T10:00:00Z", after: "2026-12-02T11:00:00Z",

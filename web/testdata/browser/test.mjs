@@ -399,7 +399,7 @@ await step("installing a plugin and calling its tool", async () => {
   await page.locator("#plugin-table tr[data-plugin='textstats']").waitFor({ state: "detached", timeout: T.long });
 });
 
-await step("adding, ingesting and searching a knowledge base", async () => {
+await step("a knowledge base is added then ingested and searched", async () => {
   if (!env.KB_DIR) return { skip: "KB_DIR is not set" };
   await navigateTo("Knowledge");
   await page.getByLabel("Name", { exact: true }).fill("handbook");
