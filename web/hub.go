@@ -55,19 +55,20 @@ type Hub struct {
 	closed  bool
 
 	dropped atomic.Int64 // clients dropped for a full queue
-}
 
-// topic is one topic's subscribers and recent events. Publishing only
-// appends to pending and wakes the topic's fan-out goroutine, which keeps
-// the ring and queues each event to every subscriber: a run pays the same
-// for an event whether 0 or 200 clients watch.
-type topic struct {
+	// Publishing only appends to pending and wakes the fan-out goroutine:
+	// a run pays the same for an event whether 0 or 200 clients watch.
 	pmu     sync.Mutex // guards pending; taken by publishers
-	pending []envelope // published, not yet fanned out (in id order)
+	pending []envelope // published, not yet fanned out, in id order
 	wake    chan struct{}
 	quit    chan struct{}
+	fanDone chan struct{}
+}
 
-	mu         sync.Mutex // guards the rest; taken by the fan-out
+// topic is one topic's subscribers and recent events.
+type topic struct {
+	name       string
+	mu         sync.Mutex
 	subs       map[*client]struct{}
 	ring       []envelope // circular, len ≤ ringSize
 	head       int        // index of the oldest entry when full
@@ -76,30 +77,29 @@ type topic struct {
 	persistent bool
 }
 
-func (h *Hub) newTopic(persistent bool) *topic {
-	t := &topic{subs: map[*client]struct{}{}, lastActive: h.now(), persistent: persistent,
-		wake: make(chan struct{}, 1), quit: make(chan struct{})}
-	go h.fanOut(t)
-	return t
+func (h *Hub) newTopic(name string, persistent bool) *topic {
+	return &topic{name: name, subs: map[*client]struct{}{}, lastActive: h.now(), persistent: persistent}
 }
 
-// fanOut moves published events into the ring and the subscribers' queues.
-func (h *Hub) fanOut(t *topic) {
+// fanOut moves published events, in id order, into their topic's ring and
+// their subscribers' queues. One goroutine does it for every topic, so a
+// client receives events in id order across topics too, which makes one
+// last_event_id enough to resume.
+func (h *Hub) fanOut() {
+	defer close(h.fanDone)
 	var batch []envelope
 	for {
 		select {
-		case <-t.quit:
+		case <-h.quit:
 			return
-		case <-t.wake:
+		case <-h.wake:
 		}
-		t.pmu.Lock()
-		batch, t.pending = t.pending, batch[:0]
-		t.pmu.Unlock()
-		if len(batch) == 0 {
-			continue
-		}
-		t.mu.Lock()
+		h.pmu.Lock()
+		batch, h.pending = h.pending, batch[:0]
+		h.pmu.Unlock()
 		for _, env := range batch {
+			t := env.topic
+			t.mu.Lock()
 			if len(t.ring) < h.ringSize {
 				t.ring = append(t.ring, env)
 			} else {
@@ -112,26 +112,29 @@ func (h *Hub) fanOut(t *topic) {
 					h.drop(c)
 				}
 			}
+			t.lastActive = h.now()
+			t.mu.Unlock()
 		}
-		t.lastActive = h.now()
-		t.mu.Unlock()
 		clear(batch)
 	}
 }
 
 // envelope is one published event, already encoded as its wire message.
 type envelope struct {
-	id  int64
-	msg []byte
+	id    int64
+	msg   []byte
+	topic *topic
 }
 
 func newHub(ringSize int, idle time.Duration, now func() time.Time) *Hub {
-	h := &Hub{serverID: newID("srv_"), ringSize: ringSize, idle: idle, now: now, topics: map[string]*topic{}, clients: map[*client]struct{}{}}
+	h := &Hub{serverID: newID("srv_"), ringSize: ringSize, idle: idle, now: now, topics: map[string]*topic{}, clients: map[*client]struct{}{},
+		wake: make(chan struct{}, 1), quit: make(chan struct{}), fanDone: make(chan struct{})}
 	h.startID = now().UnixMicro()
 	h.lastID.Store(h.startID)
 	for _, t := range []string{TopicSessions, TopicSandbox, TopicPolicy, TopicWarnings} {
-		h.topics[t] = h.newTopic(true)
+		h.topics[t] = h.newTopic(t, true)
 	}
+	go h.fanOut()
 	return h
 }
 
@@ -152,14 +155,14 @@ func (h *Hub) Ensure(name string) {
 func (h *Hub) ensureLocked(name string) *topic {
 	t := h.topics[name]
 	if t == nil {
-		t = h.newTopic(false)
+		t = h.newTopic(name, false)
 		h.topics[name] = t
 	}
 	return t
 }
 
 // Publish sends event to the topic's subscribers and keeps it in the
-// topic's ring, through the topic's fan-out goroutine. A session topic
+// topic's ring, through the hub's fan-out goroutine. A session topic
 // nobody subscribed to (and nobody ensured) drops the event at once. It
 // never blocks on a client, and costs the same whatever the subscribers.
 func (h *Hub) Publish(name string, event any) { h.publish(name, event) }
@@ -177,13 +180,13 @@ func (h *Hub) publish(name string, event any) []byte {
 	if err != nil {
 		return nil
 	}
-	t.pmu.Lock()
+	h.pmu.Lock()
 	id := h.lastID.Add(1) // under pmu, so pending stays in id order
 	msg := encodeEvent(id, name, h.now(), payload)
-	t.pending = append(t.pending, envelope{id: id, msg: msg})
-	t.pmu.Unlock()
+	h.pending = append(h.pending, envelope{id: id, msg: msg, topic: t})
+	h.pmu.Unlock()
 	select {
-	case t.wake <- struct{}{}:
+	case h.wake <- struct{}{}:
 	default: // the fan-out is already due to run
 	}
 	return msg
@@ -321,7 +324,6 @@ func (h *Hub) sweep() {
 		t.mu.Unlock()
 		if idle {
 			delete(h.topics, name)
-			close(t.quit)
 		}
 	}
 }
@@ -334,14 +336,13 @@ func (h *Hub) close() {
 		return
 	}
 	h.closed = true
-	for _, t := range h.topics {
-		close(t.quit)
-	}
+	close(h.quit)
 	cs := make([]*client, 0, len(h.clients))
 	for c := range h.clients {
 		cs = append(cs, c)
 	}
 	h.mu.Unlock()
+	<-h.fanDone
 	for _, c := range cs {
 		c.kill("server shutting down")
 	}

@@ -628,6 +628,10 @@ func (m *Model) onPickerKey(key string) (tea.Model, tea.Cmd) {
 	case "esc", "q":
 		m.mode = modeChat
 	case "enter":
+		if m.cursor >= len(m.picks) { // an empty picker
+			m.mode = modeChat
+			break
+		}
 		picked := m.picks[m.cursor]
 		mode := m.mode
 		m.mode = modeChat

@@ -29,6 +29,7 @@ type fakeBackend struct {
 	history  map[string][]*store.Message
 	calls    map[string][]*store.ToolCall
 	nextID   int
+	noModels bool // Models returns none
 }
 
 func (f *fakeBackend) Turn(ctx context.Context, t tui.Turn, emit agent.EmitFunc) (*agent.Result, error) {
@@ -65,7 +66,12 @@ func (f *fakeBackend) Tools(context.Context, string) []tools.ToolDefinition {
 
 func (f *fakeBackend) Memory(context.Context) string { return "memory.md: 2 lines\n  likes tea" }
 func (f *fakeBackend) Policy() string                { return "revision abc123\nstatus   ok (revision abc123)" }
-func (f *fakeBackend) Models() []string              { return []string{"model-a", "model-b"} }
+func (f *fakeBackend) Models() []string {
+	if f.noModels {
+		return nil
+	}
+	return []string{"model-a", "model-b"}
+}
 
 func (f *fakeBackend) lastTurn() tui.Turn {
 	f.mu.Lock()
@@ -448,6 +454,15 @@ func TestSlashCommands(t *testing.T) {
 	if cmd := h.typeLine("/quit"); cmd == nil {
 		t.Error("/quit did not quit")
 	}
+}
+
+func TestEmptyPickerCloses(t *testing.T) {
+	h := newHarness(t, &fakeBackend{noModels: true})
+	h.typeLine("/model")
+	h.want("Models · Enter pick")
+	h.press("enter")
+	h.wantNot("Models · Enter pick")
+	h.want("idle")
 }
 
 func TestTurnError(t *testing.T) {

@@ -127,7 +127,13 @@ func newSandbox(ctx context.Context, cfg *config.Config, db *store.DB, ts *tools
 	}
 	m, err := NewSandboxManager(ctx, cfg, db, ts, opts)
 	if err != nil {
-		opts.Log.Warn("execute_code is unavailable", "err", err)
+		// A backend chosen by name that fails is worth a warning; auto
+		// finding none on a machine without bwrap or docker is expected.
+		level := slog.LevelWarn
+		if cfg.Sandbox.Backend == "auto" {
+			level = slog.LevelInfo
+		}
+		opts.Log.Log(ctx, level, "execute_code is unavailable", "err", err)
 		return nil, nil
 	}
 	if err := ts.Register(m.Tool()); err != nil {

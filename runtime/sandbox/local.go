@@ -44,8 +44,9 @@ const sandboxUID = "1000"
 // SIGKILL until it is empty, so nothing outlives an execution.
 //
 // When the process is not root and no pids cgroup is writable, the process
-// cap falls back to RLIMIT_NPROC, which then counts every process of the
-// user; Available says so through Warning.
+// cap falls back to RLIMIT_NPROC set to the user's running processes plus
+// Limits.Processes (the limit counts every process of the user): best
+// effort, and untested in CI, which runs as root.
 type LocalBackend struct {
 	// Bwrap is the bubblewrap binary; "" means "bwrap" on PATH.
 	Bwrap string
@@ -348,7 +349,9 @@ func (e *localEnv) rlimits() []string {
 		"-n", strconv.Itoa(l.OpenFiles),
 	}
 	if e.cg == nil {
-		out = append(out, "-p", strconv.Itoa(l.Processes))
+		// Best effort for a non-root server without cgroups: RLIMIT_NPROC
+		// counts every process of the user, so allow those already running.
+		out = append(out, "-p", strconv.Itoa(userProcesses()+l.Processes))
 	}
 	return append(out, "--")
 }
@@ -463,4 +466,29 @@ func exitOf(cmd *exec.Cmd, err error) (int, ExitReason) {
 	default:
 		return code, ExitError
 	}
+}
+
+// userProcesses counts the processes of this process's real uid.
+func userProcesses() int {
+	uid := strconv.Itoa(os.Getuid())
+	entries, _ := os.ReadDir("/proc")
+	n := 0
+	for _, e := range entries {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		data, err := os.ReadFile("/proc/" + e.Name() + "/status")
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(data), "\n") {
+			if f := strings.Fields(line); len(f) > 1 && f[0] == "Uid:" {
+				if f[1] == uid {
+					n++
+				}
+				break
+			}
+		}
+	}
+	return n
 }

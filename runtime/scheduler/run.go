@@ -19,6 +19,9 @@ const (
 	TriggerManual  = "manual"   // `nagent schedule run`
 )
 
+// errRunTimeout is the cause of a run's context ending at RunTimeout.
+var errRunTimeout = errors.New("scheduler: run timeout")
+
 // ScheduleRunService records and runs one occurrence of a schedule:
 // claim (single-flight per schedule), execute, record the outcome, deliver.
 type ScheduleRunService struct {
@@ -66,7 +69,7 @@ func (r *ScheduleRunService) Claim(ctx context.Context, s store.Schedule, trigge
 func (r *ScheduleRunService) Execute(ctx context.Context, s store.Schedule, run store.ScheduleRun) store.ScheduleRun {
 	log := r.Log.With("schedule", s.Name, "run_id", run.ID, "session_id", run.SessionID)
 	log.Info("schedule run started", "trigger", run.Trigger)
-	runCtx, cancel := context.WithTimeout(ctx, r.RunTimeout)
+	runCtx, cancel := context.WithTimeoutCause(ctx, r.RunTimeout, errRunTimeout)
 	defer cancel()
 	if r.Executor == nil {
 		run.Status, run.Error = store.RunFailed, "no model is wired into this process; run it from `nagent serve` or `nagent schedule run` with a model configured"
@@ -87,6 +90,10 @@ func (r *ScheduleRunService) Execute(ctx context.Context, s store.Schedule, run 
 			if run.Status != store.RunCompleted && run.Error == "" {
 				run.Error = fmt.Sprintf("turn %s (%s)", res.Status, res.Reason)
 			}
+		}
+		if run.Status == store.RunCancelled && errors.Is(context.Cause(runCtx), errRunTimeout) {
+			// The loop reports a deadline it did not set as a cancellation.
+			run.Status, run.Error = store.RunFailed, fmt.Sprintf("the run timed out after %s; raise scheduler.run_timeout if it needs longer", r.RunTimeout)
 		}
 	}
 	finished := r.Now().UTC()

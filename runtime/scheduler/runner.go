@@ -115,10 +115,8 @@ func (r *SchedulerRunner) CatchUp(ctx context.Context, started time.Time) error 
 		return fmt.Errorf("scheduler: catch-up: %w", err)
 	}
 	for _, s := range due {
-		timing, err := ParseTiming(s.Kind, s.Spec, s.Timezone, s.CreatedAt)
-		if err != nil {
-			r.Log.Error("schedule has an invalid timing; pausing it", "schedule", s.Name, "err", err)
-			r.DB.SetScheduleEnabled(ctx, s.ID, false, nil)
+		timing, ok := r.timing(ctx, s)
+		if !ok {
 			continue
 		}
 		first := *s.NextRunAt
@@ -159,10 +157,8 @@ func (r *SchedulerRunner) RunDue(ctx context.Context) error {
 		return err
 	}
 	for _, s := range due {
-		timing, err := ParseTiming(s.Kind, s.Spec, s.Timezone, s.CreatedAt)
-		if err != nil {
-			r.Log.Error("schedule has an invalid timing; pausing it", "schedule", s.Name, "err", err)
-			r.DB.SetScheduleEnabled(ctx, s.ID, false, nil)
+		timing, ok := r.timing(ctx, s)
+		if !ok {
 			continue
 		}
 		at := *s.NextRunAt
@@ -178,6 +174,21 @@ func (r *SchedulerRunner) RunDue(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// timing parses s's timing. A schedule whose timing no longer parses (its
+// time zone vanished from the system, say) is paused, so that it is
+// reported once and not on every tick.
+func (r *SchedulerRunner) timing(ctx context.Context, s store.Schedule) (Timing, bool) {
+	t, err := ParseTiming(s.Kind, s.Spec, s.Timezone, s.CreatedAt)
+	if err == nil {
+		return t, true
+	}
+	r.Log.Error("schedule has an invalid timing; pausing it", "schedule", s.Name, "err", err)
+	if err := r.DB.SetScheduleEnabled(ctx, s.ID, false, nil); err != nil {
+		r.Log.Error("pausing a schedule with an invalid timing failed", "schedule", s.Name, "err", err)
+	}
+	return Timing{}, false
 }
 
 // spawn executes a claimed run in the background.

@@ -413,3 +413,47 @@ func TestStopCancelsRunsAfterGrace(t *testing.T) {
 		t.Errorf("a cancelled delivery was recorded as delivered: %+v", runs[0])
 	}
 }
+
+// TestInvalidTimingIsPaused: a stored schedule whose timing no longer
+// parses (here a time zone the system does not know) is paused on the
+// first tick instead of failing on every one.
+func TestInvalidTimingIsPaused(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	next := t0.Add(time.Minute)
+	bad := store.Schedule{ID: "sch_bad", Name: "bad", Kind: scheduler.KindCron, Spec: "0 9 * * *", Timezone: "Mars/Base",
+		Prompt: "x", DeliveryKind: scheduler.DeliverNone, Enabled: true, CatchUp: scheduler.CatchUpSkip,
+		NextRunAt: &next, CreatedAt: t0, UpdatedAt: t0}
+	if err := e.app.DB.CreateSchedule(ctx, bad); err != nil {
+		t.Fatal(err)
+	}
+	e.tick(t, t0.Add(2*time.Minute))
+	e.sched.Runner.Wait()
+	got, err := e.sched.Get(ctx, "bad")
+	if err != nil || got.Enabled || got.NextRunAt != nil {
+		t.Fatalf("schedule = %+v, %v; want it paused", got, err)
+	}
+	if runs := e.runs(t, got); len(runs) != 0 {
+		t.Errorf("runs = %+v", runs)
+	}
+}
+
+// TestRunTimeoutIsAFailure: a run cut off by scheduler.run_timeout is
+// recorded as failed, saying so, not as cancelled by someone.
+func TestRunTimeoutIsAFailure(t *testing.T) {
+	model := scripted.Start(scripted.Reply{Content: "too slow", Delay: time.Minute})
+	t.Cleanup(model.Close)
+	cfg := config.Defaults()
+	cfg.Home = t.TempDir()
+	cfg.LLM.BaseURL, cfg.LLM.Model, cfg.LLM.MaxAttempts = model.URL(), "scripted-model", 1
+	cfg.Scheduler.RunTimeout = config.Duration(300 * time.Millisecond)
+	e := openEnv(t, &cfg, model, &clock{now: t0})
+	e.add(t, scheduler.NewSchedule{Name: "slow", Kind: "every", Spec: "1h"})
+	run, err := e.sched.RunNow(context.Background(), "slow")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run.Status != store.RunFailed || !strings.Contains(run.Error, "timed out after 300ms") {
+		t.Fatalf("run = %+v; want failed, timed out", run)
+	}
+}
