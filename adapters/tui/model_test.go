@@ -302,6 +302,11 @@ func TestConfirm(t *testing.T) {
 			if len(lines) != 24 {
 				t.Errorf("screen has %d lines with the prompt, want 24", len(lines))
 			}
+			for i, l := range lines {
+				if w := ansi.StringWidth(l); w > 80 {
+					t.Errorf("line %d is %d cells wide with the prompt: %q", i, w, l)
+				}
+			}
 			for i, k := range tc.keys {
 				h.press(k)
 				if i < len(tc.keys)-1 {

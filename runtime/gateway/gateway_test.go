@@ -271,10 +271,13 @@ func TestQueueLimitAndValidation(t *testing.T) {
 func TestCancelWhileQueued(t *testing.T) {
 	srv := scripted.Start()
 	defer srv.Close()
+	release := make(chan struct{})
+	var once sync.Once
+	unblock := func() { once.Do(func() { close(release) }) }
+	defer unblock()
 	srv.SetResponder(func(req scripted.RecordedRequest) scripted.Reply {
-		r := scripted.Echo(req)
-		r.Delay = 200 * time.Millisecond
-		return r
+		<-release // the first turn runs until the second was cancelled
+		return scripted.Echo(req)
 	})
 	a := newApp(t, srv, t.TempDir())
 	conv := gateway.Conversation{Platform: gateway.PlatformACP, ChatID: "s"}
@@ -287,12 +290,20 @@ func TestCancelWhileQueued(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	if _, err := a.Gateway.Handle(ctx, text(conv, "2", "second"), nil); !errors.Is(err, context.Canceled) {
-		t.Errorf("cancelled while queued: err = %v", err)
+	second := make(chan error, 1)
+	ticket, err := a.Gateway.Submit(ctx, text(conv, "2", "second"), gateway.Handler{
+		Done: func(_ *agent.Result, err error) { second <- err },
+	})
+	if err != nil || ticket.Ahead != 1 {
+		t.Fatalf("Submit = %+v, %v; want it queued behind the running turn", ticket, err)
 	}
+	cancel() // while it waits
+	unblock()
 	if err := <-first; err != nil {
 		t.Fatal(err)
+	}
+	if err := <-second; !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled while queued: err = %v", err)
 	}
 	if n := len(srv.Requests()); n != 1 {
 		t.Errorf("model calls = %d; the cancelled message must not run", n)

@@ -201,6 +201,8 @@ type localEnv struct {
 
 // Exec runs req.Code with python inside a fresh namespace set.
 func (e *localEnv) Exec(ctx context.Context, req ExecRequest) (ExecResult, error) {
+	tr := newTracer()
+	defer tr.flush("exec")
 	timeout := req.Timeout
 	if timeout <= 0 {
 		timeout = DefaultTimeout
@@ -243,9 +245,15 @@ func (e *localEnv) Exec(ctx context.Context, req ExecRequest) (ExecResult, error
 		errW.Close()
 		return ExecResult{}, errEnvClosed
 	}
+	tr.mark("prep")
+	if traceOn {
+		fmt.Fprintf(os.Stderr, "ARGS %q\n", cmd.Args)
+	}
 	events, memFails := counter(e.pidsDir(), "pids.events"), counter(e.memDir(), "memory.failcnt")
+	tr.mark("counters")
 	start := time.Now()
 	err = cmd.Start()
+	tr.mark("start")
 	outW.Close()
 	errW.Close()
 	if err != nil {
@@ -269,9 +277,11 @@ func (e *localEnv) Exec(ctx context.Context, req ExecRequest) (ExecResult, error
 		waitErr = <-done
 	}
 	dur := time.Since(start)
+	tr.mark("wait")
 	// The pid namespace dies with its init, but asynchronously: sweep until
 	// nothing of this execution is left, then drain the pipes.
 	e.sweep()
+	tr.mark("sweep")
 	copied := make(chan struct{})
 	go func() { copies.Wait(); close(copied) }()
 	select {
@@ -282,9 +292,11 @@ func (e *localEnv) Exec(ctx context.Context, req ExecRequest) (ExecResult, error
 		<-copied
 	}
 
+	tr.mark("drain")
 	e.mu.Lock()
 	e.running, e.cancel = nil, nil
 	e.mu.Unlock()
+	defer tr.mark("post")
 
 	res := ExecResult{Stdout: stdout.Bytes(), Stderr: stderr.Bytes(), Duration: dur}
 	res.ExitCode, res.Reason = exitOf(cmd, waitErr)

@@ -134,6 +134,8 @@ func (s *Scheduler) Add(ctx context.Context, n NewSchedule) (store.Schedule, err
 		if !ok {
 			return store.Schedule{}, errs.Errorf(errs.EINVALID, "once time %s is in the past; give a future time", spec)
 		}
+	} else if !ok {
+		return store.Schedule{}, errs.Errorf(errs.EINVALID, "cron spec %q never fires (a day that no month has?); check the day-of-month and month fields", spec)
 	}
 	sc := store.Schedule{
 		ID: store.NewScheduleID("sch"), Name: n.Name, Kind: n.Kind, Spec: spec, Timezone: n.Timezone,

@@ -358,6 +358,7 @@ func TestManageSchedules(t *testing.T) {
 		{scheduler.NewSchedule{Name: "a b", Kind: "every", Spec: "1h", Prompt: "x"}, "without spaces"},
 		{scheduler.NewSchedule{Name: "np", Kind: "every", Spec: "1h"}, "no prompt"},
 		{scheduler.NewSchedule{Name: "past", Kind: "once", Spec: "2026-12-01T00:00:00Z", Prompt: "x"}, "in the past"},
+		{scheduler.NewSchedule{Name: "feb30", Kind: "cron", Spec: "0 9 30 2 *", Prompt: "x"}, "never fires"},
 		{scheduler.NewSchedule{Name: "cu", Kind: "every", Spec: "1h", Prompt: "x", CatchUp: "all"}, "skip or run_once"},
 		{scheduler.NewSchedule{Name: "t", Kind: "every", Spec: "1h", Prompt: "x", Target: "ftp://x"}, "inbox, webhook:URL or feishu:CHAT_ID"},
 		{scheduler.NewSchedule{Name: "w", Kind: "every", Spec: "1h", Prompt: "x", Target: "webhook:nohost"}, "http or https URL"},

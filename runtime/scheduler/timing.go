@@ -154,7 +154,7 @@ func wallOf(t time.Time) time.Time {
 // offset in force before the jump, so it lands after the jump by the
 // length of the gap (02:30 becomes 03:30). time.Date does neither
 // consistently: its choice depends on the sign of the zone's offset.
-// It assumes that a zone's offset changes at most once within a day.
+// It assumes that a zone's offset changes at most once in two days.
 func wallInstant(w time.Time, loc *time.Location) time.Time {
 	_, before := w.Add(-36 * time.Hour).In(loc).Zone()
 	_, after := w.Add(36 * time.Hour).In(loc).Zone()
