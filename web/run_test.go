@@ -1,10 +1,13 @@
 package web_test
 
 import (
+	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/gorilla/websocket"
 	"github.com/nagent/nagent/runtime/llm"
 	"github.com/nagent/nagent/runtime/llm/scripted"
 	"github.com/nagent/nagent/web"
@@ -280,5 +283,38 @@ func waitFor(t *testing.T, cond func() bool) {
 			t.Fatal("condition not met within 30s")
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// A client that pings while a run streams gets its pongs, and every data
+// frame still parses: control replies never interleave with event frames.
+func TestClientPingsDuringAStream(t *testing.T) {
+	e := newEnv(t, envOptions{keys: []string{"k"}, replies: clockTurn(strings.Repeat("tick tock ", 200))})
+	e.login("k")
+	c := e.mustWS()
+	var pongs atomic.Int64
+	c.conn.SetPongHandler(func(string) error { pongs.Add(1); return nil })
+	c.subscribe(0, web.TopicSessions)
+	stop := make(chan struct{})
+	pinged := make(chan struct{})
+	go func() {
+		defer close(pinged)
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			case <-time.After(time.Millisecond):
+			}
+			if c.conn.WriteControl(websocket.PingMessage, []byte(fmt.Sprint(i)), time.Now().Add(time.Second)) != nil {
+				return
+			}
+		}
+	}()
+	sid := startRun(t, e, c, map[string]any{"message": "What time is it?"})
+	c.until(60*time.Second, func(ev event) bool { return ev.topic == web.SessionTopic(sid) && ev.typ() == "run_finished" })
+	close(stop)
+	<-pinged
+	if pongs.Load() == 0 {
+		t.Error("no pong came back while the run streamed")
 	}
 }

@@ -26,6 +26,9 @@ const (
 // client is one websocket connection.
 type client struct {
 	send chan []byte
+	// pong carries the payload of the client's last ping to writeLoop, the
+	// connection's only writer (gorilla would answer from the reader).
+	pong chan []byte
 	done chan struct{}
 	once sync.Once
 	why  string
@@ -35,7 +38,7 @@ type client struct {
 }
 
 func newClient(queue int) *client {
-	return &client{send: make(chan []byte, queue), done: make(chan struct{})}
+	return &client{send: make(chan []byte, queue), pong: make(chan []byte, 1), done: make(chan struct{})}
 }
 
 // enqueue queues msg without blocking; false when the queue is full.
@@ -164,6 +167,11 @@ func (s *Server) writeLoop(conn *websocket.Conn, c *client) {
 			if cap(buf) > 4*maxBatchBytes {
 				buf = nil // do not keep a huge buffer after a burst
 			}
+		case data := <-c.pong:
+			if err := conn.WriteControl(websocket.PongMessage, data, time.Now().Add(writeWait)); err != nil {
+				c.kill("pong failed")
+				return
+			}
 		case <-ping.C:
 			if err := conn.WriteControl(websocket.PingMessage, nil, time.Now().Add(writeWait)); err != nil {
 				c.kill("ping failed")
@@ -179,8 +187,11 @@ func (s *Server) writeLoop(conn *websocket.Conn, c *client) {
 // closeConn sends the close frame with the client's reason.
 func (s *Server) closeConn(conn *websocket.Conn, c *client) {
 	code := websocket.ClosePolicyViolation
-	if c.why == "server shutting down" {
+	switch c.why {
+	case "server shutting down":
 		code = websocket.CloseGoingAway
+	case "connection closed":
+		code = websocket.CloseNormalClosure
 	}
 	conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, c.why), time.Now().Add(time.Second))
 }
@@ -218,6 +229,17 @@ func (s *Server) readLoop(conn *websocket.Conn, c *client) {
 	alive := func() { conn.SetReadDeadline(time.Now().Add(s.opts.PingInterval * 12 / 5)) }
 	alive()
 	conn.SetPongHandler(func(string) error { alive(); return nil })
+	// Control replies go through writeLoop too: gorilla's default handlers
+	// would write from this goroutine, between writeLoop's raw frames.
+	conn.SetPingHandler(func(data string) error {
+		alive()
+		select {
+		case c.pong <- []byte(data):
+		default: // a pong is already due; one answers both
+		}
+		return nil
+	})
+	conn.SetCloseHandler(func(int, string) error { return nil }) // the deferred kill answers it
 	for {
 		_, data, err := conn.ReadMessage()
 		if err != nil {
