@@ -247,6 +247,9 @@ type ScheduleClaim struct {
 	// StaleBefore: a running run started before it is dead (its process
 	// stopped) and does not count as an overlap.
 	StaleBefore time.Time
+	// Owner names the process that runs it ("<host>:<pid>"), so that a
+	// restarted server can tell its dead predecessor's runs from live ones.
+	Owner string
 }
 
 // ScheduleAdvance moves a schedule to its next occurrence.
@@ -304,10 +307,10 @@ func (db *DB) ClaimScheduleRun(ctx context.Context, c ScheduleClaim) (ScheduleRu
 			run.FinishedAt = &finished
 		}
 		_, err := tx.tx.ExecContext(ctx, `INSERT INTO schedule_runs
-			(id, schedule_id, trigger_kind, scheduled_for, started_at, finished_at, status, session_id, note, delivery_status)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			(id, schedule_id, trigger_kind, scheduled_for, started_at, finished_at, status, session_id, note, delivery_status, owner)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			run.ID, run.ScheduleID, run.Trigger, msOf(run.ScheduledFor), msPtr(run.StartedAt), msPtr(run.FinishedAt),
-			run.Status, run.SessionID, run.Note, run.DeliveryStatus)
+			run.Status, run.SessionID, run.Note, run.DeliveryStatus, c.Owner)
 		if err != nil {
 			if strings.Contains(err.Error(), "FOREIGN KEY") {
 				return notFoundSchedule(c.ScheduleID)
@@ -343,6 +346,41 @@ func (db *DB) UpdateRunDelivery(ctx context.Context, runID, status string, attem
 		}
 		return nil
 	})
+}
+
+// RunningRunOwners returns the owners of the runs still marked running.
+func (db *DB) RunningRunOwners(ctx context.Context) ([]string, error) {
+	rows, err := db.read.QueryContext(ctx, `SELECT DISTINCT owner FROM schedule_runs WHERE status = 'running'`)
+	if err != nil {
+		return nil, fmt.Errorf("store.RunningRunOwners: %w", err)
+	}
+	defer rows.Close()
+	var owners []string
+	for rows.Next() {
+		var o string
+		if err := rows.Scan(&o); err != nil {
+			return nil, fmt.Errorf("store.RunningRunOwners: %w", err)
+		}
+		owners = append(owners, o)
+	}
+	return owners, rows.Err()
+}
+
+// InterruptOwnerRuns marks the running runs of owner, a process that is
+// gone, as failed. It returns how many it marked.
+func (db *DB) InterruptOwnerRuns(ctx context.Context, owner string, now time.Time) (int, error) {
+	var n int64
+	err := db.Update(ctx, func(tx *Tx) error {
+		res, err := tx.tx.ExecContext(ctx, `UPDATE schedule_runs SET status = 'failed', finished_at = ?,
+			error = 'interrupted: the nagent process running it stopped', delivery_status = 'none'
+			WHERE status = 'running' AND owner = ?`, msOf(now), owner)
+		if err != nil {
+			return fmt.Errorf("store.InterruptOwnerRuns: %w", err)
+		}
+		n, _ = res.RowsAffected()
+		return nil
+	})
+	return int(n), err
 }
 
 // InterruptStaleRuns marks runs still running that started before

@@ -38,6 +38,26 @@ type SchedulerRunner struct {
 	running sync.WaitGroup
 }
 
+// interruptOrphans marks failed the runs whose process died without
+// finishing them, so that they neither block nor count as overlaps.
+func (r *SchedulerRunner) interruptOrphans(ctx context.Context, now time.Time) error {
+	owners, err := r.DB.RunningRunOwners(ctx)
+	if err != nil {
+		return fmt.Errorf("scheduler: %w", err)
+	}
+	for _, o := range owners {
+		if !ownerGone(o) {
+			continue
+		}
+		n, err := r.DB.InterruptOwnerRuns(ctx, o, now)
+		if err != nil {
+			return fmt.Errorf("scheduler: %w", err)
+		}
+		r.Log.Warn("schedule runs of a stopped nagent process were marked failed", "owner", o, "count", n)
+	}
+	return nil
+}
+
 // Start catches up on missed occurrences and starts the tick loop. ctx
 // bounds the runner's whole life; Stop ends it earlier.
 func (r *SchedulerRunner) Start(ctx context.Context) error {
@@ -50,6 +70,10 @@ func (r *SchedulerRunner) Start(ctx context.Context) error {
 	loopCtx, cancel := context.WithCancel(ctx)
 	r.cancel = cancel
 	started := r.Now()
+	if err := r.interruptOrphans(ctx, started); err != nil {
+		cancel()
+		return err
+	}
 	if n, err := r.DB.InterruptStaleRuns(ctx, started.Add(-r.Runs.RunTimeout), started); err != nil {
 		cancel()
 		return fmt.Errorf("scheduler: %w", err)

@@ -2,9 +2,11 @@ package scheduler_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
+	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -456,5 +458,46 @@ func TestRunTimeoutIsAFailure(t *testing.T) {
 	}
 	if run.Status != store.RunFailed || !strings.Contains(run.Error, "timed out after 300ms") {
 		t.Fatalf("run = %+v; want failed, timed out", run)
+	}
+}
+
+// A run whose process is gone is failed at start at once, not after the run
+// timeout, so it neither blocks the schedule nor turns a catch-up into an
+// overlap; a run of a live process is left alone.
+func TestStartInterruptsRunsOfGoneProcesses(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	host, _ := os.Hostname()
+	gone := exec.Command("true")
+	if err := gone.Run(); err != nil {
+		t.Fatal(err)
+	}
+	owners := map[string]string{
+		"gone": fmt.Sprintf("%s:%d", host, gone.Process.Pid),
+		"live": fmt.Sprintf("%s:%d", host, os.Getppid()),
+		"away": "other-host:1",
+	}
+	runs := map[string]string{}
+	for name, owner := range owners {
+		s := e.add(t, scheduler.NewSchedule{Name: name, Kind: "every", Spec: "1h"})
+		run, err := e.app.DB.ClaimScheduleRun(ctx, store.ScheduleClaim{
+			ScheduleID: s.ID, RunID: store.NewScheduleID("run"), Trigger: scheduler.TriggerManual,
+			ScheduledFor: t0, Now: t0, StaleBefore: t0.Add(-time.Hour), Owner: owner,
+		})
+		if err != nil || run.Status != store.RunRunning {
+			t.Fatal(run, err)
+		}
+		runs[name] = run.ID
+	}
+	if err := e.sched.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	e.sched.Stop(time.Second)
+	want := map[string]string{"gone": store.RunFailed, "live": store.RunRunning, "away": store.RunRunning}
+	for name, id := range runs {
+		got, _ := e.app.DB.GetScheduleRun(ctx, id)
+		if got.Status != want[name] {
+			t.Errorf("%s run: status %s, want %s (%s)", name, got.Status, want[name], got.Error)
+		}
 	}
 }

@@ -37,7 +37,8 @@ CREATE TABLE schedule_runs (
     note              TEXT NOT NULL DEFAULT '',
     delivery_status   TEXT NOT NULL DEFAULT 'none' CHECK (delivery_status IN ('none', 'pending', 'delivered', 'failed')),
     delivery_attempts INTEGER NOT NULL DEFAULT 0,
-    delivery_error    TEXT NOT NULL DEFAULT ''
+    delivery_error    TEXT NOT NULL DEFAULT '',
+    owner             TEXT NOT NULL DEFAULT '' -- "<host>:<pid>" of the process running it
 );
 CREATE INDEX schedule_runs_by_schedule ON schedule_runs (schedule_id, scheduled_for);
 CREATE INDEX schedule_runs_running ON schedule_runs (status) WHERE status = 'running';
