@@ -250,6 +250,9 @@ type ScheduleClaim struct {
 	// Owner names the process that runs it ("<host>:<pid>"), so that a
 	// restarted server can tell its dead predecessor's runs from live ones.
 	Owner string
+	// OwnerGone, when set, reports whether the owner of a running run of
+	// the schedule is gone; such a run is failed rather than overlapped.
+	OwnerGone func(owner string) bool
 }
 
 // ScheduleAdvance moves a schedule to its next occurrence.
@@ -286,10 +289,19 @@ func (db *DB) ClaimScheduleRun(ctx context.Context, c ScheduleClaim) (ScheduleRu
 			}
 		}
 		if run.Status == "" {
-			var running string
-			err := tx.tx.QueryRowContext(ctx, `SELECT id FROM schedule_runs
+			var running, owner string
+			err := tx.tx.QueryRowContext(ctx, `SELECT id, owner FROM schedule_runs
 				WHERE schedule_id = ? AND status = 'running' AND started_at >= ? LIMIT 1`,
-				c.ScheduleID, msOf(c.StaleBefore)).Scan(&running)
+				c.ScheduleID, msOf(c.StaleBefore)).Scan(&running, &owner)
+			if err == nil && c.OwnerGone != nil && c.OwnerGone(owner) {
+				// Its process died mid-run: fail it, and this run may go.
+				if _, err := tx.tx.ExecContext(ctx, `UPDATE schedule_runs SET status = 'failed', finished_at = ?,
+					error = 'interrupted: the nagent process running it stopped', delivery_status = 'none'
+					WHERE id = ?`, msOf(c.Now), running); err != nil {
+					return fmt.Errorf("store.ClaimScheduleRun: %w", err)
+				}
+				err = sql.ErrNoRows
+			}
 			switch {
 			case errors.Is(err, sql.ErrNoRows):
 				run.Status, run.SessionID = RunRunning, c.SessionID

@@ -52,7 +52,7 @@ func (r *ScheduleRunService) Claim(ctx context.Context, s store.Schedule, trigge
 	run, err := r.DB.ClaimScheduleRun(ctx, store.ScheduleClaim{
 		ScheduleID: s.ID, RunID: store.NewScheduleID("run"), SessionID: chat.NewSessionID(),
 		Trigger: trigger, ScheduledFor: at, Now: now, Advance: advance, Note: note,
-		StaleBefore: now.Add(-r.RunTimeout), Owner: thisOwner,
+		StaleBefore: now.Add(-r.RunTimeout), Owner: thisOwner, OwnerGone: ownerGone,
 	})
 	if err != nil {
 		return run, err

@@ -501,3 +501,35 @@ func TestStartInterruptsRunsOfGoneProcesses(t *testing.T) {
 		}
 	}
 }
+
+// While the server runs, a run left behind by a process that died (a
+// `nagent schedule run` stopped with SIGKILL) does not turn the next
+// occurrence into an overlap: it is failed and the occurrence runs.
+func TestClaimFailsRunsOfGoneProcesses(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	host, _ := os.Hostname()
+	gone := exec.Command("true")
+	if err := gone.Run(); err != nil {
+		t.Fatal(err)
+	}
+	s := e.add(t, scheduler.NewSchedule{Name: "orphaned", Kind: "every", Spec: "1h"})
+	orphan, err := e.app.DB.ClaimScheduleRun(ctx, store.ScheduleClaim{
+		ScheduleID: s.ID, RunID: store.NewScheduleID("run"), Trigger: scheduler.TriggerManual,
+		ScheduledFor: t0, Now: t0, StaleBefore: t0.Add(-time.Hour), Owner: fmt.Sprintf("%s:%d", host, gone.Process.Pid),
+	})
+	if err != nil || orphan.Status != store.RunRunning {
+		t.Fatal(orphan, err)
+	}
+	run, err := e.sched.Runs.Claim(ctx, s, scheduler.TriggerManual, t0, nil, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run.Status != store.RunRunning {
+		t.Errorf("the next run is %s (%s), want running", run.Status, run.Note)
+	}
+	got, _ := e.app.DB.GetScheduleRun(ctx, orphan.ID)
+	if got.Status != store.RunFailed || !strings.Contains(got.Error, "interrupted") {
+		t.Errorf("orphaned run = %s %q", got.Status, got.Error)
+	}
+}
