@@ -144,6 +144,10 @@ func (c *Conn) Serve(ctx context.Context, r io.Reader) error {
 			continue
 		}
 		switch {
+		case m.Method == "initialize" && len(m.ID) > 0:
+			// Answered before the next line is read, so that a client that
+			// pipelines session/new behind it sees initialize answered first.
+			c.answer(ctx, &m)
 		case m.Method != "" && len(m.ID) > 0:
 			running.Go(func() { c.answer(ctx, &m) })
 		case m.Method != "":

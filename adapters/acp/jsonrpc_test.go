@@ -232,3 +232,23 @@ func TestConnCall(t *testing.T) {
 		}
 	})
 }
+
+// A client may pipeline session/new right behind initialize; initialize is
+// still answered first, even when it is the slower one.
+func TestConnAnswersInitializeFirst(t *testing.T) {
+	_, p := startConn(t, handlerFuncs{request: func(_ context.Context, method string, _ json.RawMessage) (any, error) {
+		if method == "initialize" {
+			time.Sleep(50 * time.Millisecond)
+		}
+		return method, nil
+	}})
+	if _, err := io.WriteString(p.toConn, `{"jsonrpc":"2.0","id":0,"method":"initialize"}`+"\n"+
+		`{"jsonrpc":"2.0","id":1,"method":"session/new"}`+"\n"); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"initialize", "session/new"} {
+		if got := p.read(t)["result"]; got != want {
+			t.Fatalf("answered %v, want %s next", got, want)
+		}
+	}
+}
