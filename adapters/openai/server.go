@@ -129,6 +129,14 @@ func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request) {
 			checks["gateway"] = err.Error()
 		}
 	}
+	if len(s.keys) > 0 && !s.validKey(r) {
+		// Health checkers need the verdict, not file paths and parse errors.
+		for name, v := range checks {
+			if v != "ok" && !strings.HasPrefix(v, "ok (") {
+				checks[name] = "degraded; send the API key for details"
+			}
+		}
+	}
 	state := "ready"
 	if status != http.StatusOK {
 		state = "not ready"

@@ -7,6 +7,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -472,5 +474,44 @@ func TestInternalErrorHidesDetails(t *testing.T) {
 	}
 	if len(ts.model.Requests()) != 0 {
 		t.Error("the model was called although the turn could not be recorded")
+	}
+}
+
+// On a server with keys, /readyz tells anyone whether it is ready, but only
+// a caller with a key sees the details (file paths, parse errors).
+func TestReadyzDetailsNeedAKey(t *testing.T) {
+	ts := MustServe(t, nil)
+	dir := filepath.Join(ts.app.Config.Home, "policies")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "broken.rego"), []byte("package nagent.tools\n\nconfirm contains if {\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := ts.app.Policy.Reload(context.Background()); err == nil {
+		t.Fatal("a broken policy file reloaded without an error")
+	}
+	check := func(key string) string {
+		req, _ := http.NewRequest("GET", ts.URL+"/readyz", nil)
+		if key != "" {
+			req.Header.Set("Authorization", "Bearer "+key)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.StatusCode != 200 {
+			t.Errorf("/readyz = %d; a broken policy file is reported, not fatal", resp.StatusCode)
+		}
+		body := decode[struct {
+			Checks map[string]string `json:"checks"`
+		}](t, resp.Body)
+		return body.Checks["policy"]
+	}
+	if got := check(""); strings.Contains(got, "broken.rego") || !strings.Contains(got, "degraded") {
+		t.Errorf("without a key: policy = %q", got)
+	}
+	if got := check(testKey); !strings.Contains(got, "broken.rego") {
+		t.Errorf("with the key: policy = %q, want the error", got)
 	}
 }
