@@ -91,15 +91,15 @@ func newCgroups(root, session string, l Limits, cpus float64) (*cgroups, error) 
 	return cg, nil
 }
 
-// procsFiles are the cgroup.procs files the wrapper joins, space separated.
-func (cg *cgroups) procsFiles() string {
+// procsFiles are the cgroup.procs files an execution joins.
+func (cg *cgroups) procsFiles() []string {
 	var out []string
 	for _, d := range []string{cg.pids, cg.memory, cg.cpu} {
 		if d != "" {
 			out = append(out, filepath.Join(d, "cgroup.procs"))
 		}
 	}
-	return strings.Join(out, " ")
+	return out
 }
 
 // counter reads a single-number file of a group (0 when absent).

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -40,6 +41,9 @@ const sandboxUID = "1000"
 // memory group capping the whole tree and a cpu group capping its CPU
 // share. The groups are children of this process's own groups. The
 // program starts from an empty environment.
+// bwrap is started stopped at exec under ptrace, put in the groups and under
+// the rlimits, then released (startConfined); where ptrace is unavailable a
+// /bin/sh wrapper does the same before it execs bwrap, one exec slower.
 // A wall-clock timeout kills the whole tree: the pids group is swept with
 // SIGKILL until it is empty, so nothing outlives an execution.
 //
@@ -63,6 +67,9 @@ type LocalBackend struct {
 	probeErr error
 	bwrap    string
 	cgroupOK bool
+	// ptraceOK: bwrap can be started stopped at exec (see startConfined);
+	// otherwise a /bin/sh wrapper joins the cgroups and sets the rlimits.
+	ptraceOK bool
 }
 
 var _ Backend = (*LocalBackend)(nil)
@@ -120,9 +127,16 @@ func (b *LocalBackend) probe(ctx context.Context) error {
 	defer cancel()
 	args := append(b.namespaceArgs(), b.rootArgs()...)
 	args = append(args, "--remount-ro", "/", "--", "/usr/bin/true")
+	// Prefer the shell-less launch (startConfined) when it works here.
 	cmd := exec.CommandContext(pctx, path, args...)
 	cmd.Env = []string{}
+	if err := startConfined(cmd, nil, nil); err == nil && cmd.Wait() == nil {
+		b.ptraceOK = true
+		return nil
+	}
 	var stderr bytes.Buffer
+	cmd = exec.CommandContext(pctx, path, args...)
+	cmd.Env = []string{}
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("sandbox local: bubblewrap cannot create namespaces here (%v: %s); enable user namespaces (sysctl user.max_user_namespaces, kernel.unprivileged_userns_clone) or use sandbox.backend docker", err, strings.TrimSpace(stderr.String()))
@@ -172,6 +186,7 @@ func (b *LocalBackend) Open(ctx context.Context, spec EnvSpec) (Env, error) {
 		return nil, err
 	}
 	env := &localEnv{b: b, spec: spec, limits: spec.Limits.WithDefaults()}
+	env.baseArgs = env.staticArgs()
 	if b.cgroupOK {
 		cg, err := newCgroups(b.cgroupRoot(), spec.SessionID, env.limits, b.cpus())
 		if err != nil {
@@ -192,6 +207,9 @@ type localEnv struct {
 	spec   EnvSpec
 	limits Limits
 	cg     *cgroups // nil without cgroups
+	// baseArgs are the bwrap flags that do not change between calls,
+	// built once in Open.
+	baseArgs []string
 
 	mu      sync.Mutex
 	closed  bool
@@ -201,8 +219,6 @@ type localEnv struct {
 
 // Exec runs req.Code with python inside a fresh namespace set.
 func (e *localEnv) Exec(ctx context.Context, req ExecRequest) (ExecResult, error) {
-	tr := newTracer()
-	defer tr.flush("exec")
 	timeout := req.Timeout
 	if timeout <= 0 {
 		timeout = DefaultTimeout
@@ -215,10 +231,15 @@ func (e *localEnv) Exec(ctx context.Context, req ExecRequest) (ExecResult, error
 	tctx, tcancel := context.WithTimeoutCause(ctx, timeout, errTimeout)
 	defer tcancel()
 
-	cmd := exec.Command("/bin/sh", append([]string{"-c", localWrapper, "sh", e.procsFile()}, e.rlimits()...)...)
-	cmd.Args = append(cmd.Args, e.b.bwrap)
-	cmd.Args = append(cmd.Args, e.bwrapArgs(req)...)
-	cmd.Env = []string{} // bwrap and the wrapper get nothing from the server either
+	var cmd *exec.Cmd
+	if e.b.ptraceOK {
+		cmd = exec.Command(e.b.bwrap, e.bwrapArgs(req)...)
+	} else {
+		cmd = exec.Command("/bin/sh", append([]string{"-c", localWrapper, "sh", strings.Join(e.procsFiles(), " ")}, e.ulimitArgs()...)...)
+		cmd.Args = append(cmd.Args, e.b.bwrap)
+		cmd.Args = append(cmd.Args, e.bwrapArgs(req)...)
+	}
+	cmd.Env = []string{} // bwrap (and the wrapper) get nothing from the server either
 	stdout := &OutputBuffer{Limit: e.limits.OutputBytes}
 	stderr := &OutputBuffer{Limit: e.limits.OutputBytes}
 	// Own pipes rather than exec's copying: Wait must not wait for a
@@ -245,15 +266,13 @@ func (e *localEnv) Exec(ctx context.Context, req ExecRequest) (ExecResult, error
 		errW.Close()
 		return ExecResult{}, errEnvClosed
 	}
-	tr.mark("prep")
-	if traceOn {
-		fmt.Fprintf(os.Stderr, "ARGS %q\n", cmd.Args)
-	}
 	events, memFails := counter(e.pidsDir(), "pids.events"), counter(e.memDir(), "memory.failcnt")
-	tr.mark("counters")
 	start := time.Now()
-	err = cmd.Start()
-	tr.mark("start")
+	if e.b.ptraceOK {
+		err = startConfined(cmd, e.procsFiles(), e.rlimits())
+	} else {
+		err = cmd.Start()
+	}
 	outW.Close()
 	errW.Close()
 	if err != nil {
@@ -277,11 +296,9 @@ func (e *localEnv) Exec(ctx context.Context, req ExecRequest) (ExecResult, error
 		waitErr = <-done
 	}
 	dur := time.Since(start)
-	tr.mark("wait")
 	// The pid namespace dies with its init, but asynchronously: sweep until
 	// nothing of this execution is left, then drain the pipes.
 	e.sweep()
-	tr.mark("sweep")
 	copied := make(chan struct{})
 	go func() { copies.Wait(); close(copied) }()
 	select {
@@ -292,11 +309,9 @@ func (e *localEnv) Exec(ctx context.Context, req ExecRequest) (ExecResult, error
 		<-copied
 	}
 
-	tr.mark("drain")
 	e.mu.Lock()
 	e.running, e.cancel = nil, nil
 	e.mu.Unlock()
-	defer tr.mark("post")
 
 	res := ExecResult{Stdout: stdout.Bytes(), Stderr: stderr.Bytes(), Duration: dur}
 	res.ExitCode, res.Reason = exitOf(cmd, waitErr)
@@ -319,7 +334,8 @@ func (e *localEnv) Exec(ctx context.Context, req ExecRequest) (ExecResult, error
 }
 
 // localWrapper joins the pids group and sets the rlimits, then execs bwrap:
-// the cap holds from the first instruction of the sandbox on.
+// the cap holds from the first instruction of the sandbox on. It is the
+// fallback where startConfined (ptrace) is unavailable.
 // $1 lists the cgroup.procs files to join, space separated ("" for none);
 // then ulimit flag/value pairs
 // up to "--"; then the bwrap command line.
@@ -329,9 +345,9 @@ while [ "$1" != "--" ]; do ulimit "$1" "$2" || exit 125; shift 2; done
 shift
 exec "$@"`
 
-func (e *localEnv) procsFile() string {
+func (e *localEnv) procsFiles() []string {
 	if e.cg == nil {
-		return ""
+		return nil
 	}
 	return e.cg.procsFiles()
 }
@@ -350,25 +366,53 @@ func (e *localEnv) memDir() string {
 	return e.cg.memory
 }
 
-// rlimits are the ulimit pairs for the wrapper. /bin/sh (dash) counts -v
-// in KiB and -f in blocks of 512 bytes.
-func (e *localEnv) rlimits() []string {
+// rlimits are the limits of every process of an execution: CPU time,
+// address space, file size, open files, and, without cgroups, the process
+// count (best effort for a non-root server: RLIMIT_NPROC counts every
+// process of the user, so those already running are allowed for).
+func (e *localEnv) rlimits() []rlimit {
 	l := e.limits
-	out := []string{
-		"-t", strconv.Itoa(l.CPUSeconds),
-		"-v", strconv.FormatInt(max(l.MemoryBytes/1024, 1), 10),
-		"-f", strconv.FormatInt(max(l.FileSizeBytes/512, 1), 10),
-		"-n", strconv.Itoa(l.OpenFiles),
+	out := []rlimit{
+		{syscall.RLIMIT_CPU, uint64(l.CPUSeconds)},
+		{syscall.RLIMIT_AS, uint64(max(l.MemoryBytes/1024, 1)) * 1024},
+		{syscall.RLIMIT_FSIZE, uint64(max(l.FileSizeBytes/512, 1)) * 512},
+		{syscall.RLIMIT_NOFILE, uint64(l.OpenFiles)},
 	}
 	if e.cg == nil {
-		// Best effort for a non-root server without cgroups: RLIMIT_NPROC
-		// counts every process of the user, so allow those already running.
-		out = append(out, "-p", strconv.Itoa(userProcesses()+l.Processes))
+		out = append(out, rlimit{rlimitNproc, uint64(userProcesses() + l.Processes)})
+	}
+	return out
+}
+
+// rlimitNproc is RLIMIT_NPROC (not in package syscall).
+const rlimitNproc = 6
+
+// ulimitArgs are rlimits as ulimit flag/value pairs for localWrapper,
+// ending in "--". /bin/sh (dash) counts -v in KiB and -f in blocks of 512
+// bytes.
+func (e *localEnv) ulimitArgs() []string {
+	var out []string
+	for _, l := range e.rlimits() {
+		flag, v := "", l.value
+		switch l.resource {
+		case syscall.RLIMIT_CPU:
+			flag = "-t"
+		case syscall.RLIMIT_AS:
+			flag, v = "-v", v/1024
+		case syscall.RLIMIT_FSIZE:
+			flag, v = "-f", v/512
+		case syscall.RLIMIT_NOFILE:
+			flag = "-n"
+		case rlimitNproc:
+			flag = "-p"
+		}
+		out = append(out, flag, strconv.FormatUint(v, 10))
 	}
 	return append(out, "--")
 }
 
-func (e *localEnv) bwrapArgs(req ExecRequest) []string {
+// staticArgs are the bwrap flags shared by every call of this sandbox.
+func (e *localEnv) staticArgs() []string {
 	args := append(e.b.namespaceArgs(), e.b.rootArgs()...)
 	args = append(args,
 		"--proc", "/proc",
@@ -376,16 +420,22 @@ func (e *localEnv) bwrapArgs(req ExecRequest) []string {
 		"--tmpfs", "/tmp",
 		"--dir", "/etc",
 		"--ro-bind", e.spec.Workspace, WorkspacePath,
-		"--bind", req.Scratch, ScratchPath,
-		"--ro-bind", req.ModuleDir, ModuleDirPath,
-		"--bind", req.SocketDir, SocketDirPath,
 	)
 	for _, f := range []string{"/etc/localtime", "/etc/ld.so.cache"} {
 		if _, err := os.Stat(f); err == nil {
 			args = append(args, "--ro-bind", f, f)
 		}
 	}
-	args = append(args, "--chdir", ScratchPath, "--remount-ro", "/")
+	return args
+}
+
+func (e *localEnv) bwrapArgs(req ExecRequest) []string {
+	args := append(slices.Clip(e.baseArgs),
+		"--bind", req.Scratch, ScratchPath,
+		"--ro-bind", req.ModuleDir, ModuleDirPath,
+		"--bind", req.SocketDir, SocketDirPath,
+		"--chdir", ScratchPath, "--remount-ro", "/",
+	)
 	keys := make([]string, 0, len(req.Env))
 	for k := range req.Env {
 		keys = append(keys, k)
@@ -414,6 +464,10 @@ func (e *localEnv) sweep() {
 		return
 	}
 	deadline := time.Now().Add(5 * time.Second)
+	// Usually empty at once: bwrap's pid 1 outlives every other process of
+	// its namespace. Otherwise the stragglers are dying already, so start
+	// polling fast and back off.
+	pause := 100 * time.Microsecond
 	for {
 		pids := readPids(filepath.Join(e.cg.pids, "cgroup.procs"))
 		if len(pids) == 0 || time.Now().After(deadline) {
@@ -422,7 +476,8 @@ func (e *localEnv) sweep() {
 		for _, pid := range pids {
 			syscall.Kill(pid, syscall.SIGKILL)
 		}
-		time.Sleep(2 * time.Millisecond)
+		time.Sleep(pause)
+		pause = min(2*pause, 2*time.Millisecond)
 	}
 }
 

@@ -29,8 +29,38 @@ func requireLocal(tb testing.TB) *sandbox.LocalBackend {
 }
 
 func TestLocalEscape(t *testing.T) {
-	requireLocal(t)
+	b := requireLocal(t)
+	// Outside a tracer (strace makes PTRACE_TRACEME fail) the local backend
+	// starts bwrap directly, confined before its first instruction.
+	if !sandbox.LocalLaunchMode(b) && !traced() {
+		t.Error("the local backend fell back to the /bin/sh wrapper although this process is not traced; ptrace(PTRACE_TRACEME) should work here")
+	}
 	sandboxtest.RunEscapeSuite(t, func(t *testing.T) sandbox.Backend { return requireLocal(t) })
+}
+
+// TestLocalEscapeShellWrapper runs the escape suite on the fallback launch
+// (a /bin/sh wrapper joins the cgroups and sets the rlimits), used where
+// ptrace is unavailable.
+func TestLocalEscapeShellWrapper(t *testing.T) {
+	requireLocal(t)
+	sandboxtest.RunEscapeSuite(t, func(t *testing.T) sandbox.Backend {
+		b := requireLocal(t)
+		if err := sandbox.WithShellWrapper(context.Background(), b); err != nil {
+			t.Fatal(err)
+		}
+		return b
+	})
+}
+
+// traced reports whether a tracer (strace, a debugger) is attached.
+func traced() bool {
+	data, _ := os.ReadFile("/proc/self/status")
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "TracerPid:"); ok {
+			return strings.TrimSpace(v) != "0"
+		}
+	}
+	return false
 }
 
 // TestLocalHardening checks what the local backend adds beyond the shared

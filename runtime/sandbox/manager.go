@@ -442,8 +442,6 @@ func (m *Manager) persistLocked(ctx context.Context, b *box) {
 // error means the code could not be run at all; what the code did is in
 // Result.
 func (m *Manager) Execute(ctx context.Context, req ExecuteRequest) (Result, error) {
-	tr := newTracer()
-	defer tr.flush("mgr")
 	timeout := req.Timeout
 	if timeout <= 0 {
 		timeout = m.opts.Timeout
@@ -484,16 +482,13 @@ func (m *Manager) Execute(ctx context.Context, req ExecuteRequest) (Result, erro
 	b.seq++
 	seq := b.seq
 	b.cancelExec = cancel
-	tr.mark("getlock")
 	m.setStateLocked(b, StateExecuting, "")
 	m.persistLocked(ctx, b)
 	m.mu.Unlock()
-	tr.mark("persist1")
 	defer func() { <-b.lock }()
 
 	res, err := m.run(ectx, b, seq, req, allowed, maxCalls, timeout)
 	res.Reused = reused
-	tr.mark("run")
 
 	m.mu.Lock()
 	b.cancelExec = nil
@@ -504,11 +499,9 @@ func (m *Manager) Execute(ctx context.Context, req ExecuteRequest) (Result, erro
 		m.persistLocked(ctx, b)
 	}
 	m.mu.Unlock()
-	tr.mark("persist2")
 	if err == nil {
 		m.record(ctx, b, seq, req, allowed, res)
 	}
-	tr.mark("record")
 	return res, err
 }
 
@@ -536,8 +529,6 @@ func (m *Manager) run(ctx context.Context, b *box, seq int, req ExecuteRequest, 
 	if d == nil {
 		d = refuseAll{}
 	}
-	tr := newTracer()
-	defer tr.flush("run")
 	srv, err := startCallbackServer(ctx, sockDir, d, req.Exec, allowed, maxCalls, "sandbox_"+strconv.Itoa(seq))
 	if err != nil {
 		return res, err
@@ -554,13 +545,10 @@ func (m *Manager) run(ctx context.Context, b *box, seq int, req ExecuteRequest, 
 		"NAGENT_ALLOWED_TOOLS":    joinComma(allowed),
 		"NAGENT_SANDBOX":          m.backend.Name(),
 	}
-	tr.mark("stage+srv")
 	out, err := b.env.Exec(ctx, ExecRequest{
 		Code: []byte(req.Code), Scratch: scratch, SocketDir: sockDir, ModuleDir: m.module, Env: env, Timeout: timeout,
 	})
-	tr.mark("exec")
 	res.CalledTools = srv.close()
-	tr.mark("srvclose")
 	if err != nil {
 		if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
 			err = fmt.Errorf("%w (%v)", err, cause)
