@@ -24,7 +24,7 @@ var commands = map[string]command{
 	"chat":    {"talk with the agent in the terminal", cli.Chat},
 	"session": {"list, show or delete stored sessions", cli.Session},
 	"policy":  {"check, test and evaluate Rego policies; read their audit trail", cli.Policy},
-	"serve":   {"serve the OpenAI-compatible API", serve},
+	"serve":   {"serve the OpenAI-compatible API and the browser dashboard", serve},
 	"plugin":  {"install, list, remove or call WASM plugin tools", cli.Plugin},
 	"mcp":     {"add, list, probe or remove MCP sites (remote tool servers)", cli.MCP},
 	"skills":  {"list, view or validate skills (SKILL.md packages)", cli.Skills},

@@ -191,7 +191,7 @@ func TestMissingModelSettingIsNamed(t *testing.T) {
 	cmd := exec.Command(n.bin, "run", "hi")
 	cmd.Env = append(os.Environ(), "NAGENT_HOME="+n.home, "NAGENT_LLM_BASE_URL=", "OPENAI_BASE_URL=", "NAGENT_LLM_MODEL=")
 	out, _ := cmd.CombinedOutput()
-	if !strings.Contains(string(out), "llm.base_url") || !strings.Contains(string(out), "NAGENT_LLM_BASE_URL") {
+	if !strings.Contains(string(out), "llm.model") || !strings.Contains(string(out), "NAGENT_LLM_MODEL") {
 		t.Errorf("output = %s", out)
 	}
 }

@@ -24,9 +24,10 @@ func serve(ctx context.Context, args []string, stdio cli.IO) int {
 Serves the OpenAI-compatible API (/v1/chat/completions, /v1/responses,
 /v1/models) plus /healthz and /readyz, and the browser dashboard at
 http://ADDR/ (its API under /api, its websocket at /ws; web/API.md). Point
-any OpenAI client at http://ADDR/v1. Requests carrying an X-Session-Id header continue a stored
-session. SIGINT or SIGTERM shuts down gracefully: in-flight turns may finish
-within server.shutdown_grace, then they are cancelled and recorded as such.
+any OpenAI client at http://ADDR/v1. Requests carrying an X-Session-Id
+header continue a stored session. SIGINT or SIGTERM shuts down gracefully:
+in-flight turns may finish within server.shutdown_grace, then they are
+cancelled and recorded as such.
 
 API keys (server.api_keys or NAGENT_API_KEYS, comma-separated) are required
 on any address other than loopback; --insecure overrides that.
@@ -60,7 +61,7 @@ run_once). scheduler.enabled: false in config.yaml turns this off.`)
 	}
 	defer a.Close()
 	if a.ModelErr != nil {
-		log.Warn("no model configured; chat requests will answer 503 until one is", "error", a.ModelErr)
+		log.Warn("no model configured; chat requests will answer 503 until one is configured and nagent serve is restarted", "error", a.ModelErr)
 	}
 
 	ln, err := net.Listen("tcp", cfg.Server.Addr)

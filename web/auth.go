@@ -46,7 +46,13 @@ func (s *Server) validKey(key string) bool {
 // authenticate identifies the caller. ok is false when keys are configured
 // and the request carries neither a valid key nor a valid login cookie.
 func (s *Server) authenticate(r *http.Request) (c caller, ok bool, err error) {
-	if auth := r.Header.Get("Authorization"); auth != "" {
+	auth := r.Header.Get("Authorization")
+	if strings.TrimSpace(strings.TrimPrefix(auth, "Bearer")) == "" && !s.authRequired() {
+		// A keyless server: an empty bearer ("Bearer ", as clients send
+		// with an unset key variable) is no credential, like no header.
+		auth = ""
+	}
+	if auth != "" {
 		token, isBearer := strings.CutPrefix(auth, "Bearer ")
 		if !isBearer || (s.authRequired() && !s.validKey(strings.TrimSpace(token))) {
 			return c, false, nil

@@ -71,6 +71,14 @@ func TestDashboardBrowser(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(srv.home, "config.yaml"), []byte(browserConfig()), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// A schedule delivering to the dashboard inbox, added with the real CLI
+	// as a user would; the suite runs it from the Schedules page.
+	add := exec.Command(bin, "schedule", "add", "morning-digest", "--every", "24h",
+		"--prompt", "Summarise the night's tickets.", "--deliver", "inbox")
+	add.Env = append(browserEnvironWithout("NAGENT_", "OPENAI_"), "NAGENT_HOME="+srv.home)
+	if out, err := add.CombinedOutput(); err != nil {
+		t.Fatalf("nagent schedule add: %v\n%s", err, out)
+	}
 	srv.start()
 	t.Cleanup(srv.stop)
 

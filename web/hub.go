@@ -29,13 +29,13 @@ var sessionIDPattern = regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,128}$`)
 // validTopic checks a topic name a client asked for.
 func validTopic(t string) error {
 	switch t {
-	case TopicSessions, TopicSandbox, TopicPolicy, TopicWarnings:
+	case TopicSessions, TopicSandbox, TopicPolicy, TopicWarnings, TopicInbox:
 		return nil
 	}
 	if id, ok := strings.CutPrefix(t, sessionPrefix); ok && sessionIDPattern.MatchString(id) {
 		return nil
 	}
-	return errs.Errorf(errs.EINVALID, "unknown topic %q; topics are sessions, sandbox, policy, warnings and session:<id>", t)
+	return errs.Errorf(errs.EINVALID, "unknown topic %q; topics are sessions, sandbox, policy, warnings, inbox and session:<id>", t)
 }
 
 // Hub fans events out to websocket clients by topic. Publishing never
@@ -131,7 +131,7 @@ func newHub(ringSize int, idle time.Duration, now func() time.Time) *Hub {
 		wake: make(chan struct{}, 1), quit: make(chan struct{}), fanDone: make(chan struct{})}
 	h.startID = now().UnixMicro()
 	h.lastID.Store(h.startID)
-	for _, t := range []string{TopicSessions, TopicSandbox, TopicPolicy, TopicWarnings} {
+	for _, t := range []string{TopicSessions, TopicSandbox, TopicPolicy, TopicWarnings, TopicInbox} {
 		h.topics[t] = h.newTopic(t, true)
 	}
 	go h.fanOut()

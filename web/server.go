@@ -36,6 +36,9 @@ type Options struct {
 	FlushInterval time.Duration
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+	// InboxPoll is how often the dashboard looks for new inbox messages to
+	// publish on the inbox topic (default 2s).
+	InboxPoll time.Duration
 }
 
 // Server serves the dashboard for one App.
@@ -58,6 +61,7 @@ type Server struct {
 	wg     sync.WaitGroup // dashboard runs and the sweeper
 	wsWG   sync.WaitGroup // websocket goroutines
 	mux    *http.ServeMux
+	inbox  inboxWatch
 
 	stopSandboxWatch func()
 }
@@ -89,6 +93,9 @@ func New(a *app.App, opts Options) *Server {
 	if opts.PingInterval <= 0 {
 		opts.PingInterval = 25 * time.Second
 	}
+	if opts.InboxPoll <= 0 {
+		opts.InboxPoll = 2 * time.Second
+	}
 	s := &Server{app: a, opts: opts, log: opts.Log, now: opts.Now, loginTTL: a.Config.Web.LoginTTLOrDefault(), ui: UI()}
 	for _, k := range a.Config.Server.APIKeys {
 		s.keys = append(s.keys, []byte(k))
@@ -106,8 +113,10 @@ func New(a *app.App, opts Options) *Server {
 	a.Runner.SetObserver(s.observe)
 	a.Policy.OnReload(s.policyReloaded)
 	s.stopSandboxWatch = s.watchSandbox()
-	s.wg.Add(1)
+	s.noticeInbox(s.ctx) // what is in the inbox now is not news
+	s.wg.Add(2)
 	go s.sweepLoop()
+	go s.inboxLoop(opts.InboxPoll)
 	return s
 }
 
@@ -242,6 +251,15 @@ func (s *Server) routes() *http.ServeMux {
 	s.route(mux, "/api/mcp/{name}", methods{"DELETE": s.handleDeleteMCP})
 	s.route(mux, "/api/mcp/{name}/probe", methods{"POST": s.handleProbeMCP})
 	s.route(mux, "/api/mcp/{name}/health", methods{"GET": s.handleMCPHealth})
+
+	s.route(mux, "/api/schedules", methods{"GET": s.handleListSchedules})
+	s.route(mux, "/api/schedules/{id}", methods{"GET": s.handleGetSchedule})
+	s.route(mux, "/api/schedules/{id}/run", methods{"POST": s.handleRunSchedule})
+	s.route(mux, "/api/schedules/{id}/pause", methods{"POST": s.handlePauseSchedule})
+	s.route(mux, "/api/schedules/{id}/resume", methods{"POST": s.handleResumeSchedule})
+	s.route(mux, "/api/inbox", methods{"GET": s.handleListInbox})
+	s.route(mux, "/api/inbox/{id}/read", methods{"POST": s.handleReadInbox})
+	s.route(mux, "/api/gateway", methods{"GET": s.handleGateway})
 
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, errs.Errorf(errs.ENOTFOUND, "no API endpoint %s %s; web/API.md lists them", r.Method, r.URL.Path))

@@ -42,6 +42,7 @@ Every turn is stored, so "nagent chat --session ID" picks up where you left.
 	}
 	defer a.Close()
 
+	noticeUnknownSession(ctx, a.DB, *session, stdio)
 	id := *session
 	if id == "" {
 		id = chat.NewSessionID()

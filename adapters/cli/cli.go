@@ -11,7 +11,9 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 
 	"github.com/nagent/nagent/runtime/app"
 	"github.com/nagent/nagent/runtime/config"
@@ -54,14 +56,54 @@ func NewFlagSet(stdio IO, name, synopsis, about string) *flag.FlagSet {
 }
 
 // parse parses args; it returns errUsage after printing help or a flag error.
+// Flags may come before, between or after the positional arguments
+// ("nagent run PROMPT --json"); "--" ends the flags, and a lone "-" is a
+// positional argument (stdin). Afterwards fs.Args() holds every positional
+// argument in order.
 func parse(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return flag.ErrHelp
+	var positional []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return flag.ErrHelp
+			}
+			return errUsage
 		}
-		return errUsage
+		rest := fs.Args()
+		if len(rest) == 0 {
+			break
+		}
+		if stoppedAtDashDash(fs, args[:len(args)-len(rest)]) {
+			positional = append(positional, rest...)
+			break
+		}
+		positional, args = append(positional, rest[0]), rest[1:]
 	}
+	// Leave the positional arguments in fs.Args(); "--" stops the flag
+	// package from reading any of them as a flag.
+	_ = fs.Parse(append([]string{"--"}, positional...))
 	return nil
+}
+
+// stoppedAtDashDash reports whether the flag package, having consumed
+// parsed (flags and their values), stopped at a "--" that ends the flags,
+// and not at one that is a flag's value ("--session --").
+func stoppedAtDashDash(fs *flag.FlagSet, parsed []string) bool {
+	wantValue := false
+	for i, a := range parsed {
+		switch {
+		case wantValue:
+			wantValue = false
+		case a == "--":
+			return i == len(parsed)-1
+		case !strings.Contains(a, "="):
+			if f := fs.Lookup(strings.TrimLeft(a, "-")); f != nil {
+				b, isBool := f.Value.(interface{ IsBoolFlag() bool })
+				wantValue = !isBool || !b.IsBoolFlag()
+			}
+		}
+	}
+	return false
 }
 
 // subcommand reads the subcommand of a command group ("nagent kb add ...").
@@ -87,6 +129,38 @@ func subcommand(stdio IO, group, synopsis, about string, synopses map[string]str
 		return "", nil, nil, ExitUsage, false
 	}
 	return sub, NewFlagSet(stdio, group+" "+sub, subSynopsis, about), rest, ExitOK, true
+}
+
+// signalContext returns a copy of ctx that is cancelled on SIGINT (Ctrl-C)
+// or SIGTERM, so a command's turn ends as cancelled and is recorded so.
+// After the first signal the default handling is back: a second Ctrl-C
+// ends the process at once.
+func signalContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	context.AfterFunc(ctx, stop)
+	return ctx, stop
+}
+
+// cancelled reports whether err ended a command because ctx was cancelled
+// (by signalContext); it prints so and the command exits ExitCancelled.
+func cancelled(ctx context.Context, stdio IO, err error) bool {
+	if err == nil || ctx.Err() == nil {
+		return false
+	}
+	fmt.Fprintln(stdio.Err, "nagent: cancelled")
+	return true
+}
+
+// noticeUnknownSession prints a one-line notice when --session names a
+// session that does not exist yet. It does not refuse: scripts choose their
+// own session ids, and the first turn creates the session.
+func noticeUnknownSession(ctx context.Context, db *store.DB, id string, stdio IO) {
+	if id == "" {
+		return
+	}
+	if _, err := db.GetSession(ctx, id); errs.Code(err) == errs.ENOTFOUND {
+		fmt.Fprintf(stdio.Err, "nagent: session %s not found; starting a new session with that id\n", id)
+	}
 }
 
 // Logger returns the CLI's logger: text to stderr, at NAGENT_LOG_LEVEL

@@ -79,15 +79,9 @@ func MCP(ctx context.Context, args []string, stdio IO) int {
 	callTimeout := fs.Duration("call-timeout", 0, "with add: bound on one tool call (default 60s)")
 	disabled := fs.Bool("disabled", false, "with add: store the site switched off")
 	noProbe := fs.Bool("no-probe", false, "with add: store without connecting first")
-	var operands []string
-	for {
-		if err := parse(fs, rest); err != nil {
-			return Fail(stdio, err)
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		operands, rest = append(operands, fs.Arg(0)), fs.Args()[1:]
+	operands, code, ok := parseInterleaved(fs, rest, stdio)
+	if !ok {
+		return code
 	}
 	want := map[string]int{"add": 1, "list": 0, "probe": 1, "remove": 1}[sub]
 	if len(operands) != want || (sub != "add" && len(command) > 0) {

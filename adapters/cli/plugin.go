@@ -49,15 +49,9 @@ func Plugin(ctx context.Context, args []string, stdio IO) int {
 	callArgs := fs.String("args", "{}", "with call: the tool's arguments, a JSON object")
 	session := fs.String("session", "cli-plugin-call", "with call: the session_id the plugin sees")
 	// Flags may follow the operands: nagent plugin call NAME TOOL --args '{}'.
-	var operands []string
-	for {
-		if err := parse(fs, rest); err != nil {
-			return Fail(stdio, err)
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		operands, rest = append(operands, fs.Arg(0)), fs.Args()[1:]
+	operands, code, ok := parseInterleaved(fs, rest, stdio)
+	if !ok {
+		return code
 	}
 	want := map[string]int{"install": 1, "list": 0, "remove": 1, "call": 2}[sub]
 	if len(operands) != want {

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/nagent/nagent/runtime/agent"
@@ -33,7 +34,7 @@ Examples:
   nagent run --session sess_1234 --json "And in Tokyo?"
   nagent run --memory builtin,external_memory_1 "现在几点了？"`)
 	session := fs.String("session", "", "continue this session instead of starting a new one")
-	memoryList := fs.String("memory", "", "external memory of a new session: comma-separated providers and projects (default: external_memory.enabled)")
+	memoryList := fs.String("memory", "", "external memory of a new session: comma-separated providers and\nprojects (default: external_memory.enabled)")
 	asJSON := fs.Bool("json", false, "print a JSON object: session_id, content, status, iterations, usage")
 	if err := parse(fs, args); err != nil {
 		return Fail(stdio, err)
@@ -43,18 +44,34 @@ Examples:
 		fs.Usage()
 		return ExitUsage
 	}
+	memories := splitList(*memoryList)
+	if err := checkMemoryList(memories); err != nil {
+		fmt.Fprintln(stdio.Err, "nagent run:", err)
+		return ExitUsage
+	}
+	// Ctrl-C or SIGTERM cancels the turn; the runtime records it as
+	// cancelled and the command exits 130.
+	ctx, stop := signalContext(ctx)
+	defer stop()
 	a, err := loadApp(ctx, stdio)
 	if err != nil {
+		if cancelled(ctx, stdio, err) {
+			return ExitCancelled
+		}
 		return Fail(stdio, err)
 	}
 	defer a.Close()
+	noticeUnknownSession(ctx, a.DB, *session, stdio)
 
 	res, err := a.Chat.Complete(ctx, chat.Request{
 		SessionID: *session, Source: "cli",
 		Messages:       []llm.Message{{Role: llm.RoleUser, Content: prompt}},
-		ExternalMemory: splitList(*memoryList),
+		ExternalMemory: memories,
 	})
 	if err != nil {
+		if cancelled(ctx, stdio, err) {
+			return ExitCancelled
+		}
 		return Fail(stdio, err)
 	}
 	if *asJSON {
@@ -79,6 +96,22 @@ func splitList(v string) []string {
 		}
 	}
 	return out
+}
+
+// checkMemoryList refuses --memory entries that can name no provider: each
+// must be builtin, a retrieval provider or a project name.
+func checkMemoryList(entries []string) error {
+	for _, e := range entries {
+		if e == memory.BuiltinProvider || slices.Contains(memory.RetrievalProviders, e) {
+			continue
+		}
+		if _, ok := memory.ProjectName(e); !ok {
+			return fmt.Errorf("--memory: %q is not a memory provider or project; use %s, %s, or a project name "+
+				"(letters, digits, _ . -; optionally %sNAME), comma-separated",
+				e, memory.BuiltinProvider, strings.Join(memory.RetrievalProviders, ", "), memory.ProjectPrefix)
+		}
+	}
+	return nil
 }
 
 func resultCode(res *agent.Result) int {

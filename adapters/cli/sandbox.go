@@ -103,6 +103,10 @@ func sandboxExec(ctx context.Context, session, file string, timeout time.Duratio
 	if err != nil {
 		return Fail(stdio, fmt.Errorf("read the code: %w", err))
 	}
+	// Ctrl-C or SIGTERM stops the execution (it is recorded as killed)
+	// and the command exits 130.
+	ctx, stop := signalContext(ctx)
+	defer stop()
 	cfg, err := config.Load()
 	if err != nil {
 		return Fail(stdio, err)
@@ -114,6 +118,9 @@ func sandboxExec(ctx context.Context, session, file string, timeout time.Duratio
 	// ToolService and policy as in a server.
 	a, err := app.New(ctx, cfg, app.Options{Log: Logger(stdio.Err), AllowNoModel: true})
 	if err != nil {
+		if cancelled(ctx, stdio, err) {
+			return ExitCancelled
+		}
 		return Fail(stdio, err)
 	}
 	defer a.Close()
@@ -126,6 +133,9 @@ func sandboxExec(ctx context.Context, session, file string, timeout time.Duratio
 		Exec: tools.ExecutionContext{SessionID: session, Source: "cli", AgentContext: tools.AgentPrimary, ToolExposurePolicy: tools.ExposureDefault},
 	})
 	if err != nil {
+		if cancelled(ctx, stdio, err) {
+			return ExitCancelled
+		}
 		return Fail(stdio, err)
 	}
 	if asJSON {
@@ -140,7 +150,10 @@ func sandboxExec(ctx context.Context, session, file string, timeout time.Duratio
 			fmt.Fprintf(stdio.Err, "nagent: the code ended with %s (exit code %d) after %d ms in the %s sandbox\n", res.ExitReason, res.ExitCode, res.DurationMS, res.Backend)
 		}
 	}
-	if res.ExitReason != sandbox.ExitOK {
+	switch {
+	case res.ExitReason != sandbox.ExitOK && ctx.Err() != nil:
+		return ExitCancelled
+	case res.ExitReason != sandbox.ExitOK:
 		return ExitFailed
 	}
 	return ExitOK

@@ -77,7 +77,7 @@ func Schedule(ctx context.Context, args []string, stdio IO) int {
 	switch sub {
 	case "add":
 		fset.StringVar(&add.cron, "cron", "", "5-field cron expression or @daily/@hourly/..., read in --tz")
-		fset.StringVar(&add.every, "every", "", "interval such as 90s, 15m or 24h")
+		fset.StringVar(&add.every, "every", "", "interval of at least 1 minute, such as 90s, 15m or 24h")
 		fset.StringVar(&add.at, "at", "", `one run at this time: "2026-12-03 09:00" (in --tz) or RFC 3339`)
 		fset.StringVar(&add.prompt, "prompt", "", "what the agent is asked each time")
 		fset.StringVar(&add.tz, "tz", "UTC", "IANA time zone of --cron and --at, e.g. Asia/Shanghai")
@@ -253,13 +253,22 @@ func scheduleShow(ctx context.Context, sch *scheduler.Scheduler, key string, n i
 
 // scheduleRun runs a schedule in this process with the configured model.
 func scheduleRun(ctx context.Context, key string, asJSON bool, stdio IO) int {
+	// Ctrl-C or SIGTERM cancels the run; it is recorded as cancelled.
+	ctx, stop := signalContext(ctx)
+	defer stop()
 	a, err := loadApp(ctx, stdio)
 	if err != nil {
+		if cancelled(ctx, stdio, err) {
+			return ExitCancelled
+		}
 		return Fail(stdio, err)
 	}
 	defer a.Close()
 	run, err := a.Scheduler().RunNow(ctx, key)
 	if err != nil {
+		if cancelled(ctx, stdio, err) {
+			return ExitCancelled
+		}
 		return Fail(stdio, err)
 	}
 	if asJSON {
@@ -278,7 +287,10 @@ func scheduleRun(ctx context.Context, key string, asJSON bool, stdio IO) int {
 		}
 		fmt.Fprintf(stdio.Err, "run %s, session %s, delivery %s\n", run.ID, run.SessionID, run.DeliveryStatus)
 	}
-	if run.Status != store.RunCompleted || run.DeliveryStatus == store.DeliveryFailed {
+	switch {
+	case run.Status == store.RunCancelled || (run.Status != store.RunCompleted && ctx.Err() != nil):
+		return ExitCancelled
+	case run.Status != store.RunCompleted || run.DeliveryStatus == store.DeliveryFailed:
 		return ExitFailed
 	}
 	return ExitOK

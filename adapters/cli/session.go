@@ -11,7 +11,9 @@ import (
 const sessionAbout = `
 Inspects session memory.
 
-  list        sessions, most recently updated first
+  list        sessions, most recently updated first, with the status of
+              their last turn; --source S keeps those from one source
+              (cli, api, ...), --limit N at most N
   show ID     one session: messages, tool-call records, task state, summary
   delete ID   a session and everything recorded for it
 
@@ -25,7 +27,7 @@ var sessionSynopsis = map[string]string{
 
 // Session is `nagent session list|show ID|delete ID`.
 func Session(ctx context.Context, args []string, stdio IO) int {
-	sub, fs, rest, code, ok := subcommand(stdio, "session", "session list|show ID|delete ID [--json]", sessionAbout, sessionSynopsis, args)
+	sub, fs, rest, code, ok := subcommand(stdio, "session", "session list [--source S] [--limit N]|show ID|delete ID [--json]", sessionAbout, sessionSynopsis, args)
 	if !ok {
 		return code
 	}
@@ -62,25 +64,49 @@ func Session(ctx context.Context, args []string, stdio IO) int {
 	return Fail(stdio, err)
 }
 
+// sessionRow is one session of `nagent session list`, with the status of
+// its last turn (running, completed, failed, cancelled; "" before any).
+type sessionRow struct {
+	*store.Session
+	TaskStatus string `json:"task_status,omitempty"`
+}
+
 func sessionList(ctx context.Context, db *store.DB, f store.SessionFilter, asJSON bool, stdio IO) error {
 	list, err := db.ListSessions(ctx, f)
 	if err != nil {
 		return err
 	}
-	if asJSON {
-		if list == nil {
-			list = []*store.Session{}
+	rows := make([]sessionRow, 0, len(list))
+	for _, s := range list {
+		ts, err := db.GetTaskState(ctx, s.ID)
+		if err != nil {
+			return err
 		}
-		return writeJSON(stdio.Out, map[string]any{"sessions": list})
+		row := sessionRow{Session: s}
+		if ts != nil {
+			row.TaskStatus = ts.Status
+		}
+		rows = append(rows, row)
 	}
-	if len(list) == 0 {
-		fmt.Fprintln(stdio.Out, "no sessions yet; start one with: nagent chat")
+	if asJSON {
+		return writeJSON(stdio.Out, map[string]any{"sessions": rows})
+	}
+	if len(rows) == 0 {
+		if f.Source != "" {
+			fmt.Fprintf(stdio.Out, "no sessions with source %q; see all with: nagent session list\n", f.Source)
+		} else {
+			fmt.Fprintln(stdio.Out, "no sessions yet; start one with: nagent chat")
+		}
 		return nil
 	}
 	tw := tabwriter.NewWriter(stdio.Out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tSOURCE\tUPDATED\tTITLE")
-	for _, s := range list {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.ID, s.Source, s.UpdatedAt.Local().Format("2006-01-02 15:04"), s.Title)
+	fmt.Fprintln(tw, "ID\tSOURCE\tSTATUS\tUPDATED\tTITLE")
+	for _, r := range rows {
+		status := r.TaskStatus
+		if status == "" {
+			status = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.ID, r.Source, status, r.UpdatedAt.Local().Format("2006-01-02 15:04"), r.Title)
 	}
 	return tw.Flush()
 }

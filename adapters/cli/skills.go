@@ -181,17 +181,13 @@ func nonNil[T any](s []T) []T {
 	return s
 }
 
-// parseInterleaved parses flags that may follow the operands.
+// parseInterleaved parses flags that may follow the operands and returns
+// the operands.
 func parseInterleaved(fs *flag.FlagSet, rest []string, stdio IO) (operands []string, code int, ok bool) {
-	for {
-		if err := parse(fs, rest); err != nil {
-			return nil, Fail(stdio, err), false
-		}
-		if fs.NArg() == 0 {
-			return operands, ExitOK, true
-		}
-		operands, rest = append(operands, fs.Arg(0)), fs.Args()[1:]
+	if err := parse(fs, rest); err != nil {
+		return nil, Fail(stdio, err), false
 	}
+	return fs.Args(), ExitOK, true
 }
 
 func truncate(s string, n int) string {

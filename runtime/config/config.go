@@ -242,14 +242,21 @@ func (c *Config) validate() error {
 	return c.ExternalMemory.Validate()
 }
 
+// Default base URLs, used when llm.base_url is not set.
+const (
+	DefaultOpenAIBaseURL    = "https://api.openai.com/v1"
+	DefaultAnthropicBaseURL = "https://api.anthropic.com"
+)
+
 // RequireLLM reports the first missing setting needed to call a model, naming
-// the setting and how to provide it.
+// the setting and how to provide it. An unset llm.base_url becomes the
+// provider's public endpoint (DefaultOpenAIBaseURL, DefaultAnthropicBaseURL).
 func (c *Config) RequireLLM() error {
 	if c.LLM.BaseURL == "" {
 		if c.LLM.Provider == "anthropic" {
-			c.LLM.BaseURL = "https://api.anthropic.com"
+			c.LLM.BaseURL = DefaultAnthropicBaseURL
 		} else {
-			return fmt.Errorf("config: llm.base_url is not set: export NAGENT_LLM_BASE_URL (or OPENAI_BASE_URL), e.g. https://api.openai.com/v1, or set llm.base_url in %s", filepath.Join(c.Home, "config.yaml"))
+			c.LLM.BaseURL = DefaultOpenAIBaseURL
 		}
 	}
 	if c.LLM.Model == "" {

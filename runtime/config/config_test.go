@@ -38,8 +38,35 @@ func TestDefaultsNeedNoFile(t *testing.T) {
 		t.Errorf("DBPath = %s", cfg.DBPath())
 	}
 	err = cfg.RequireLLM()
-	if err == nil || !strings.Contains(err.Error(), "llm.base_url") || !strings.Contains(err.Error(), "NAGENT_LLM_BASE_URL") {
+	if err == nil || !strings.Contains(err.Error(), "llm.model") || !strings.Contains(err.Error(), "NAGENT_LLM_MODEL") {
 		t.Errorf("RequireLLM = %v, want it to name the setting and the variable", err)
+	}
+}
+
+// The README's config block promises defaults for everything but the model:
+// api_key and model are enough for either provider.
+var baseURLDefaultTests = []struct {
+	name, file, want string
+}{
+	{"OpenAI", "llm:\n  api_key: sk-1\n  model: gpt-4o-mini\n", config.DefaultOpenAIBaseURL},
+	{"Anthropic", "llm:\n  provider: anthropic\n  api_key: sk-1\n  model: claude\n", config.DefaultAnthropicBaseURL},
+	{"Explicit", "llm:\n  base_url: http://local/v1\n  model: m\n", "http://local/v1"},
+}
+
+func TestBaseURLDefault(t *testing.T) {
+	for _, tt := range baseURLDefaultTests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := config.LoadEnv(envOf(map[string]string{"NAGENT_HOME": writeConfig(t, tt.file)}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cfg.RequireLLM(); err != nil {
+				t.Fatalf("RequireLLM = %v", err)
+			}
+			if cfg.LLM.BaseURL != tt.want {
+				t.Errorf("base_url = %q, want %q", cfg.LLM.BaseURL, tt.want)
+			}
+		})
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nagent/nagent/store"
@@ -36,6 +37,7 @@ type SchedulerRunner struct {
 	stopRun context.CancelFunc // cancels the runs
 	loop    sync.WaitGroup
 	running sync.WaitGroup
+	active  atomic.Int64 // runs spawned and not finished, for Stop's warning
 }
 
 // interruptOrphans marks failed the runs whose process died without
@@ -100,7 +102,7 @@ func (r *SchedulerRunner) Start(ctx context.Context) error {
 			}
 		}
 	}()
-	r.Log.Info("scheduler started", "tick", r.Tick)
+	r.Log.Info("scheduler started", "tick", r.Tick.String())
 	return nil
 }
 
@@ -110,6 +112,7 @@ func (r *SchedulerRunner) Start(ctx context.Context) error {
 func (r *SchedulerRunner) Stop(grace time.Duration) {
 	r.mu.Lock()
 	cancel, stopRun := r.cancel, r.stopRun
+	r.cancel = nil // a second Stop (App.Close after serve's) has nothing to do
 	r.mu.Unlock()
 	if cancel == nil {
 		return
@@ -118,13 +121,15 @@ func (r *SchedulerRunner) Stop(grace time.Duration) {
 	r.loop.Wait()
 	done := make(chan struct{})
 	go func() { r.running.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(grace):
-		r.Log.Warn("scheduler stopping: cancelling runs still running")
-		stopRun()
-		<-done
+	if r.active.Load() > 0 {
+		select {
+		case <-done:
+		case <-time.After(grace):
+			r.Log.Warn("scheduler stopping: cancelling runs still running", "runs", r.active.Load(), "grace", grace.String())
+			stopRun()
+		}
 	}
+	<-done
 	stopRun()
 }
 
@@ -218,8 +223,10 @@ func (r *SchedulerRunner) timing(ctx context.Context, s store.Schedule) (Timing,
 // spawn executes a claimed run in the background.
 func (r *SchedulerRunner) spawn(s store.Schedule, run store.ScheduleRun) {
 	r.running.Add(1)
+	r.active.Add(1)
 	go func() {
 		defer r.running.Done()
+		defer r.active.Add(-1)
 		r.Runs.Execute(r.runContext(), s, run)
 	}()
 }

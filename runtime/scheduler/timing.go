@@ -24,8 +24,9 @@ const (
 	CatchUpRunOnce = "run_once" // run once on start, however many occurrences were missed
 )
 
-// MinEvery is the shortest interval of an every schedule.
-const MinEvery = time.Second
+// MinEvery is the shortest interval of an every schedule: a scheduled run
+// is a whole agent turn, and the scheduler ticks every few seconds.
+const MinEvery = time.Minute
 
 // cronParser reads standard 5-field expressions and the @yearly, @monthly,
 // @weekly, @daily and @hourly descriptors. @every is the every kind.
@@ -66,8 +67,11 @@ func ParseTiming(kind, spec, tz string, anchor time.Time) (Timing, error) {
 		t.cron = s
 	case KindEvery:
 		d, err := time.ParseDuration(spec)
-		if err != nil || d < MinEvery {
-			return Timing{}, errs.Errorf(errs.EINVALID, "every spec %q: give a duration of at least %s, such as 90s, 15m or 24h", spec, MinEvery)
+		if err != nil {
+			return Timing{}, errs.Errorf(errs.EINVALID, "every spec %q: give a duration of at least 1 minute, such as 90s, 15m or 24h", spec)
+		}
+		if d < MinEvery {
+			return Timing{}, errs.Errorf(errs.EINVALID, "every spec %q: the minimum interval is 1 minute; give a duration such as 90s, 15m or 24h", spec)
 		}
 		t.every, t.anchor = d, anchor
 	case KindOnce:

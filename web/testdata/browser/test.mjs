@@ -511,6 +511,49 @@ await step("forcing a sandbox release", async () => {
   await page.locator("#sandbox-history details.tool").first().waitFor();
 });
 
+// The Go test added the schedule "morning-digest" (--every 24h --deliver
+// inbox) with the real CLI before starting the server.
+await step("a scheduled run delivered to the inbox is read there", async () => {
+  pageErrors = [];
+  await navigateTo("Sessions");
+  // The channel health block: no chat adapter runs in this server.
+  await page.locator("#channels #channels-none").waitFor();
+  await navigateTo("Schedules");
+  const row = page.locator("#schedules-table tr[data-schedule-name='morning-digest']");
+  await row.waitFor();
+  await script({ content: "Morning digest: 3 tickets closed, none open." });
+  await row.getByRole("button", { name: "Run morning-digest now" }).click();
+  // The recent runs open and the run finishes, delivered, with its session.
+  const run = page.locator("#runs-table tbody tr").first();
+  await run.locator(".badge.delivered").waitFor({ timeout: T.long });
+  await run.locator(".badge.completed").waitFor();
+  const runSession = await run.locator("a.session-link").textContent();
+  assert(runSession, "the run has no session link");
+  await screenshot("schedules-run-now");
+  // The unread count next to Inbox in the menu, pushed over the websocket.
+  await page.locator("#inbox-count-nav:not([hidden])", { hasText: "1" }).waitFor({ timeout: T.long });
+  await page.locator("nav.side a[data-path='/inbox']").click();
+  await page.getByRole("heading", { name: "Inbox", level: 1 }).waitFor();
+  const msg = page.locator(`#inbox-messages li[data-read='false']`, { hasText: "3 tickets closed" });
+  await msg.waitFor({ timeout: T.long });
+  assert((await msg.locator("h2").textContent()) === "morning-digest", "the message does not name its schedule");
+  const link = await msg.locator("a.inbox-session").getAttribute("href");
+  assert(link === `/chat?session=${encodeURIComponent(runSession.trim())}`, `the message links to ${link}`);
+  await screenshot("inbox-unread");
+  // Mark read, with the keyboard.
+  await msg.getByRole("button", { name: /Mark the message from morning-digest read/ }).focus();
+  await page.keyboard.press("Enter");
+  await page.locator(`#inbox-messages li[data-read='true']`, { hasText: "3 tickets closed" }).waitFor();
+  await page.locator("#inbox-count-nav[hidden]").waitFor({ state: "attached" });
+  const unread = await page.evaluate(async () => (await (await fetch("/api/inbox?unread=true")).json()).messages.length);
+  assert(unread === 0, `${unread} message(s) still unread`);
+  // The run's session opens from the inbox, titled as a session, not "New chat".
+  await page.locator("#inbox-messages a.inbox-session").first().click();
+  await page.locator("#conversation .msg.assistant", { hasText: "3 tickets closed" }).waitFor({ timeout: T.long });
+  await page.waitForFunction(() => !document.title.startsWith("New chat"));
+  await noErrors("the schedules and inbox pages");
+});
+
 await step("deleting a session", async () => {
   assert(sessionID, "no session from the chat case");
   await page.goto(`${base}/chat?session=${encodeURIComponent(sessionID)}`);

@@ -17,6 +17,8 @@ const pages = [
   { path: "/skills", label: "Skills", load: () => import("./views/skills.js") },
   { path: "/kb", label: "Knowledge", load: () => import("./views/kb.js") },
   { path: "/mcp", label: "MCP sites", load: () => import("./views/mcp.js") },
+  { path: "/schedules", label: "Schedules", load: () => import("./views/schedules.js") },
+  { path: "/inbox", label: "Inbox", load: () => import("./views/inbox.js") },
 ];
 
 const app = document.getElementById("app");
@@ -76,7 +78,8 @@ function startShell() {
   const conn = h("span.conn#conn-status", { role: "status", "aria-live": "polite", "data-state": "connecting" }, "Connecting…");
   const retry = h("button.link#conn-retry", { type: "button", hidden: true, onclick: () => socket.reconnectNow() }, "Retry now");
   const nav = h("nav.side", { "aria-label": "Main" },
-    h("ul", pages.map((p) => h("li", h("a", { href: p.path, "data-path": p.path }, p.label)))));
+    h("ul", pages.map((p) => h("li", h("a", { href: p.path, "data-path": p.path }, p.label,
+      p.path === "/inbox" ? h("span.badge.unread.nav-count#inbox-count-nav", { hidden: true }) : null)))));
   nav.addEventListener("click", (e) => {
     const a = e.target.closest("a[href]");
     if (!a || e.ctrlKey || e.metaKey || e.shiftKey || e.button !== 0) return;
@@ -131,7 +134,28 @@ function startShell() {
   installConfirmations(socket);
   socket.start();
   loadStatus();
+  watchInbox();
   route();
+}
+
+// watchInbox keeps the unread count next to Inbox in the menu.
+let inboxWatched = false;
+function watchInbox() {
+  if (inboxWatched) return;
+  inboxWatched = true;
+  const show = (n) => {
+    const el = document.getElementById("inbox-count-nav");
+    if (!el) return;
+    el.hidden = !n;
+    el.textContent = n ? String(n) : "";
+    el.setAttribute("aria-label", `${n} unread`);
+  };
+  const load = debounce(async () => {
+    try { show((await api.get("/api/inbox?unread=true&limit=1")).unread); } catch { /* shown elsewhere */ }
+  }, 300);
+  window.addEventListener("nagent:inbox", (e) => show(e.detail.unread));
+  socket.subscribe("inbox", () => load());
+  load();
 }
 
 async function loadStatus() {
@@ -182,8 +206,10 @@ async function route() {
     shell.reload = null;
     cleanup = (await mod.render(ctx)) || null;
     if (seq !== renderSeq && cleanup) { cleanup(); cleanup = null; }
-    document.title = `${page.label} · N-Agent`;
     const h1 = main.querySelector("h1");
+    // A stored session's tab is titled by the session, not "New chat".
+    const named = page.path === "/chat" && params.get("session") && h1 && h1.textContent.trim();
+    document.title = `${named || page.label} · N-Agent`;
     if (h1) announce(h1.textContent);
     // After a menu click, keyboard focus moves to the new page (unless the
     // view focused a field of its own), so Tab continues in the content.

@@ -77,6 +77,7 @@ export async function render({ main, params, socket, navigate, setReload }) {
     if (disposed) return;
     const s = d.session;
     title.textContent = s.title || s.id;
+    document.title = `${title.textContent} · N-Agent`;
     replace(meta,
       h("span", "id ", h("code#session-id", s.id)),
       h("span.badge", s.source),
@@ -213,6 +214,7 @@ export async function render({ main, params, socket, navigate, setReload }) {
       const d = await api.get(`/api/sessions/${enc(sessionID)}`);
       if (disposed) return;
       title.textContent = d.session.title || d.session.id;
+      document.title = `${title.textContent} · N-Agent`;
       const st = document.getElementById("session-status");
       if (st) { st.textContent = d.session.status; st.className = `badge ${d.session.status}`; } else loadMetaOnly(d);
       renderDetails(d);

@@ -1,6 +1,7 @@
 // The session list: search, filter by source and status, live updates.
 import { h, replace, fmtTime, debounce, toast } from "../dom.js";
 import { api, qs, enc } from "../api.js";
+import { channelStatus } from "./channels.js";
 
 const sources = ["", "dashboard", "api", "cli", "feishu", "acp", "cron"];
 const statuses = ["", "running", "completed", "failed", "cancelled"];
@@ -14,6 +15,7 @@ export async function render({ main, params, socket, navigate, setReload }) {
   const count = h("p.muted#session-count", { role: "status" }, "");
   const body = h("div#session-list");
   const more = h("button#more", { type: "button", hidden: true }, "Load more");
+  const channels = channelStatus();
 
   replace(main,
     h("div.row", h("h1", "Sessions"), h("span.grow"), h("a.button.primary", { href: "/chat" }, "New chat")),
@@ -22,7 +24,7 @@ export async function render({ main, params, socket, navigate, setReload }) {
       h("div.field", h("label", { for: "filter-source" }, "Source"), source),
       h("div.field", h("label", { for: "filter-status" }, "Status"), status),
       h("span.sr-only#filter-help", "Matches a substring of the session id or title.")),
-    count, body, more);
+    count, body, more, channels);
 
   let rows = [];
   let ctrl = null;
@@ -65,8 +67,10 @@ export async function render({ main, params, socket, navigate, setReload }) {
 
   const refresh = debounce(() => load(), 400);
   const off = socket.subscribe("sessions", () => refresh());
-  setReload(() => load());
+  setReload(() => { load(); channels.load(); });
+  channels.load();
+  const channelTimer = setInterval(() => channels.load(), 15000);
   await load();
   void navigate;
-  return () => { off(); if (ctrl) ctrl.abort(); };
+  return () => { off(); clearInterval(channelTimer); if (ctrl) ctrl.abort(); };
 }
