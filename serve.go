@@ -62,6 +62,8 @@ run_once). scheduler.enabled: false in config.yaml turns this off.`)
 	defer a.Close()
 	if a.ModelErr != nil {
 		log.Warn("no model configured; chat requests will answer 503 until one is configured and nagent serve is restarted", "error", a.ModelErr)
+		// What API clients and the dashboard are told, too.
+		a.ModelErr = fmt.Errorf("%w; then restart nagent serve", a.ModelErr)
 	}
 
 	ln, err := net.Listen("tcp", cfg.Server.Addr)
