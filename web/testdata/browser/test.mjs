@@ -454,6 +454,9 @@ await step("the page reconnects after the server restarts", async () => {
   assert(sessionID, "no session from the chat case");
   await page.goto(`${base}/chat?session=${encodeURIComponent(sessionID)}`);
   await page.locator("#conn-status[data-state='open']").waitFor({ timeout: T.long });
+  // The view's modules are loaded before the server goes away.
+  await page.locator("#composer").waitFor();
+  await page.waitForLoadState("networkidle").catch(() => {});
   await page.evaluate(() => {
     window.__connStates = [];
     const el = document.getElementById("conn-status");

@@ -6,19 +6,31 @@ import { Socket } from "./ws.js";
 import { installConfirmations } from "./confirm.js";
 import { renderLogin } from "./views/login.js";
 
+// importView loads a view module. The browser remembers a failed module
+// fetch (the server was restarting) for the life of the page, so a retry
+// asks for the same file under a fresh query string.
+async function importView(path) {
+  try {
+    return await import(path);
+  } catch {
+    await new Promise((r) => setTimeout(r, 500));
+    return import(`${path}?retry=${Date.now()}`);
+  }
+}
+
 // Each page: path, nav label, module (loaded on first visit).
 const pages = [
-  { path: "/sessions", label: "Sessions", load: () => import("./views/sessions.js") },
-  { path: "/chat", label: "New chat", load: () => import("./views/chat.js") },
-  { path: "/policies", label: "Policies", load: () => import("./views/policies.js") },
-  { path: "/sandboxes", label: "Sandboxes", load: () => import("./views/sandboxes.js") },
-  { path: "/plugins", label: "Plugins", load: () => import("./views/plugins.js") },
-  { path: "/memory", label: "Memory", load: () => import("./views/memory.js") },
-  { path: "/skills", label: "Skills", load: () => import("./views/skills.js") },
-  { path: "/kb", label: "Knowledge", load: () => import("./views/kb.js") },
-  { path: "/mcp", label: "MCP sites", load: () => import("./views/mcp.js") },
-  { path: "/schedules", label: "Schedules", load: () => import("./views/schedules.js") },
-  { path: "/inbox", label: "Inbox", load: () => import("./views/inbox.js") },
+  { path: "/sessions", label: "Sessions", load: () => importView("./views/sessions.js") },
+  { path: "/chat", label: "New chat", load: () => importView("./views/chat.js") },
+  { path: "/policies", label: "Policies", load: () => importView("./views/policies.js") },
+  { path: "/sandboxes", label: "Sandboxes", load: () => importView("./views/sandboxes.js") },
+  { path: "/plugins", label: "Plugins", load: () => importView("./views/plugins.js") },
+  { path: "/memory", label: "Memory", load: () => importView("./views/memory.js") },
+  { path: "/skills", label: "Skills", load: () => importView("./views/skills.js") },
+  { path: "/kb", label: "Knowledge", load: () => importView("./views/kb.js") },
+  { path: "/mcp", label: "MCP sites", load: () => importView("./views/mcp.js") },
+  { path: "/schedules", label: "Schedules", load: () => importView("./views/schedules.js") },
+  { path: "/inbox", label: "Inbox", load: () => importView("./views/inbox.js") },
 ];
 
 const app = document.getElementById("app");
