@@ -170,3 +170,53 @@ func TestRunAndSessionListTrial(t *testing.T) {
 		})
 	}
 }
+
+func TestScheduleInbox(t *testing.T) {
+	withModel(t, scripted.Reply{Content: "Three tickets are open."})
+	if code, _, errOut := runCLI(t, cli.Schedule, "inbox"); code != cli.ExitOK {
+		t.Fatalf("empty inbox: exit %d: %s", code, errOut)
+	}
+	if code, _, errOut := runCLI(t, cli.Schedule, "add", "tickets", "--every", "24h", "--prompt", "Open tickets?", "--deliver", "inbox"); code != cli.ExitOK {
+		t.Fatalf("add: exit %d: %s", code, errOut)
+	}
+	if code, _, errOut := runCLI(t, cli.Schedule, "run", "tickets"); code != cli.ExitOK {
+		t.Fatalf("run: exit %d: %s", code, errOut)
+	}
+	count := func(args ...string) int {
+		t.Helper()
+		code, out, errOut := runCLI(t, cli.Schedule, append([]string{"inbox", "--json"}, args...)...)
+		if code != cli.ExitOK {
+			t.Fatalf("inbox %v: exit %d: %s", args, code, errOut)
+		}
+		var got struct {
+			Messages []struct {
+				ScheduleName string `json:"schedule_name"`
+				Content      string `json:"content"`
+			} `json:"messages"`
+		}
+		if err := json.Unmarshal([]byte(out), &got); err != nil {
+			t.Fatalf("inbox --json printed %q: %v", out, err)
+		}
+		for _, m := range got.Messages {
+			if m.ScheduleName != "tickets" || m.Content != "Three tickets are open." {
+				t.Errorf("message = %+v", m)
+			}
+		}
+		return len(got.Messages)
+	}
+	if n := count("--unread"); n != 1 {
+		t.Fatalf("unread before: %d messages, want 1", n)
+	}
+	if code, out, _ := runCLI(t, cli.Schedule, "inbox", "--mark-read"); code != cli.ExitOK || !strings.Contains(out, "Three tickets are open.") {
+		t.Errorf("inbox --mark-read: exit %d, %q", code, out)
+	}
+	if n := count("--unread"); n != 0 {
+		t.Errorf("unread after --mark-read: %d messages", n)
+	}
+	if n := count(); n != 1 {
+		t.Errorf("all: %d messages, want 1", n)
+	}
+	if code, _, _ := runCLI(t, cli.Schedule, "inbox", "--limit", "0"); code == cli.ExitOK {
+		t.Error("--limit 0 was accepted")
+	}
+}

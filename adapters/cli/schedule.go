@@ -45,6 +45,9 @@ new "cron" session whenever it fires, and delivers the answer.
   resume NAME    fire again from the next occurrence; those in the pause are
                  not caught up
   remove NAME    delete it and its run records (inbox messages stay)
+  inbox          the answers delivered to the inbox, newest first (also the
+                 dashboard's Inbox page); --unread for unread ones only,
+                 --mark-read to mark the ones shown as read
 
 Schedules fire only while "nagent serve" runs (scheduler.enabled, default
 true); it sees schedules added, paused or removed here within a tick.
@@ -60,11 +63,12 @@ var scheduleSynopsis = map[string]string{
 	"pause":  "schedule pause NAME [--json]",
 	"resume": "schedule resume NAME [--json]",
 	"remove": "schedule remove NAME [--json]",
+	"inbox":  "schedule inbox [--unread] [--limit N] [--mark-read] [--json]",
 }
 
 // Schedule is `nagent schedule add|list|show|run|pause|resume|remove`.
 func Schedule(ctx context.Context, args []string, stdio IO) int {
-	sub, fset, rest, code, ok := subcommand(stdio, "schedule", "schedule add|list|show|run|pause|resume|remove ...", scheduleAbout, scheduleSynopsis, args)
+	sub, fset, rest, code, ok := subcommand(stdio, "schedule", "schedule add|list|show|run|pause|resume|remove|inbox ...", scheduleAbout, scheduleSynopsis, args)
 	if !ok {
 		return code
 	}
@@ -74,6 +78,10 @@ func Schedule(ctx context.Context, args []string, stdio IO) int {
 		paused                                        bool
 	}
 	var runs int
+	var inbox struct {
+		unread, markRead bool
+		limit            int
+	}
 	switch sub {
 	case "add":
 		fset.StringVar(&add.cron, "cron", "", "5-field cron expression or @daily/@hourly/..., read in --tz")
@@ -86,13 +94,17 @@ func Schedule(ctx context.Context, args []string, stdio IO) int {
 		fset.BoolVar(&add.paused, "paused", false, "add it paused (see resume)")
 	case "show":
 		fset.IntVar(&runs, "runs", 10, "how many recent runs to show")
+	case "inbox":
+		fset.BoolVar(&inbox.unread, "unread", false, "only messages not yet read")
+		fset.IntVar(&inbox.limit, "limit", 20, "how many messages at most")
+		fset.BoolVar(&inbox.markRead, "mark-read", false, "mark the messages shown as read")
 	}
 	operands, code, ok := parseInterleaved(fset, rest, stdio)
 	if !ok {
 		return code
 	}
 	want := 1
-	if sub == "list" {
+	if sub == "list" || sub == "inbox" {
 		want = 0
 	}
 	if len(operands) != want {
@@ -121,6 +133,8 @@ func Schedule(ctx context.Context, args []string, stdio IO) int {
 		}
 	case "list":
 		err = scheduleList(ctx, sch, *asJSON, stdio)
+	case "inbox":
+		err = scheduleInbox(ctx, sch, store.InboxFilter{UnreadOnly: inbox.unread, Limit: inbox.limit}, inbox.markRead, *asJSON, stdio)
 	case "show":
 		err = scheduleShow(ctx, sch, operands[0], runs, *asJSON, stdio)
 	case "pause":
@@ -141,6 +155,42 @@ func Schedule(ctx context.Context, args []string, stdio IO) int {
 		}
 	}
 	return Fail(stdio, err)
+}
+
+func scheduleInbox(ctx context.Context, sch *scheduler.Scheduler, f store.InboxFilter, markRead, asJSON bool, stdio IO) error {
+	if f.Limit <= 0 {
+		return errs.Errorf(errs.EINVALID, "--limit must be at least 1")
+	}
+	msgs, err := sch.Inbox(ctx, f)
+	if err != nil {
+		return err
+	}
+	if markRead {
+		for _, m := range msgs {
+			if err := sch.MarkInboxRead(ctx, m.ID); err != nil {
+				return err
+			}
+		}
+	}
+	if asJSON {
+		if msgs == nil {
+			msgs = []store.InboxMessage{}
+		}
+		return writeJSON(stdio.Out, map[string]any{"messages": msgs})
+	}
+	if len(msgs) == 0 {
+		fmt.Fprintln(stdio.Out, "the inbox is empty; schedules added with --deliver inbox put their answers here")
+		return nil
+	}
+	for _, m := range msgs {
+		state := "unread"
+		if m.ReadAt != nil {
+			state = "read"
+		}
+		fmt.Fprintf(stdio.Out, "== %s  %s  %s  %s  session %s\n%s\n\n", m.CreatedAt.Local().Format("2006-01-02 15:04"),
+			m.ScheduleName, m.Status, state, m.SessionID, strings.TrimSpace(m.Content))
+	}
+	return nil
 }
 
 func newScheduleFromFlags(name, cronSpec, every, at string) (scheduler.NewSchedule, error) {
