@@ -206,7 +206,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, grace time.Duration
 		return err
 	case <-ctx.Done():
 	}
-	s.log.Info("shutting down; letting in-flight turns finish", "grace", grace)
+	s.log.Info("shutting down; letting in-flight turns finish", "grace", grace.String())
 	graceCtx, cancel := context.WithTimeout(context.Background(), grace)
 	defer cancel()
 	err := srv.Shutdown(graceCtx)
