@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/nagent/nagent/adapters/cli"
 	"github.com/nagent/nagent/adapters/feishu"
@@ -64,6 +65,14 @@ run_once). scheduler.enabled: false in config.yaml turns this off.`)
 		log.Warn("no model configured; chat requests will answer 503 until one is configured and nagent serve is restarted", "error", a.ModelErr)
 		// What API clients and the dashboard are told, too.
 		a.ModelErr = fmt.Errorf("%w; then restart nagent serve", a.ModelErr)
+	}
+	// A running turn rewrites its task state at every step; one that has
+	// not for this long belongs to a process that died (SIGKILL, a crash).
+	staleAfter := max(30*time.Minute, cfg.Agent.TurnTimeout.Std())
+	if n, err := a.DB.InterruptStaleTurns(ctx, time.Now().Add(-staleAfter)); err != nil {
+		log.Warn("could not mark interrupted turns", "err", err)
+	} else if n > 0 {
+		log.Warn("turns left running by a stopped process were marked failed (interrupted)", "count", n)
 	}
 
 	ln, err := net.Listen("tcp", cfg.Server.Addr)

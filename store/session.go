@@ -332,6 +332,25 @@ func (db *DB) GetTaskState(ctx context.Context, sessionID string) (*TaskState, e
 	return &s, nil
 }
 
+// InterruptStaleTurns marks failed the turns still recorded running whose
+// last step was written before cutoff: the process running them stopped
+// (a running turn rewrites its task state on every step). It returns how
+// many it marked.
+func (db *DB) InterruptStaleTurns(ctx context.Context, cutoff time.Time) (int, error) {
+	var n int64
+	err := db.Update(ctx, func(tx *Tx) error {
+		res, err := tx.tx.ExecContext(ctx, `UPDATE task_states SET status = 'failed',
+			error = 'interrupted: the process running this turn stopped before it ended', updated_at = ?
+			WHERE status = 'running' AND updated_at < ?`, tx.now, cutoff.UTC())
+		if err != nil {
+			return fmt.Errorf("store.InterruptStaleTurns: %w", err)
+		}
+		n, _ = res.RowsAffected()
+		return nil
+	})
+	return int(n), err
+}
+
 // GetSummary returns the session's rolling summary, or nil if none was saved.
 func (db *DB) GetSummary(ctx context.Context, sessionID string) (*Summary, error) {
 	s := Summary{SessionID: sessionID}

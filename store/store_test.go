@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/nagent/nagent/runtime/errs"
 	"github.com/nagent/nagent/store"
@@ -159,5 +161,43 @@ func TestReopenKeepsDataAndSchema(t *testing.T) {
 	list, err := db.ListSessions(ctx, store.SessionFilter{Source: "cli"})
 	if err != nil || len(list) != 1 {
 		t.Fatalf("ListSessions = %v, %v", list, err)
+	}
+}
+
+func TestInterruptStaleTurns(t *testing.T) {
+	ctx := context.Background()
+	db := MustOpenDB(t)
+	t0 := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+	states := map[string]struct {
+		status string
+		at     time.Time
+	}{
+		"orphan":   {"running", t0},                       // its process died an hour ago
+		"live":     {"running", t0.Add(55 * time.Minute)}, // stepped five minutes ago
+		"finished": {"completed", t0},
+	}
+	for id, st := range states {
+		db.Now = func() time.Time { return st.at }
+		mustUpdate(t, db, func(tx *store.Tx) error {
+			if _, err := tx.CreateSession(ctx, store.Session{ID: id, Source: "cli"}); err != nil {
+				return err
+			}
+			return tx.SaveTaskState(ctx, store.TaskState{SessionID: id, Status: st.status})
+		})
+	}
+	db.Now = func() time.Time { return t0.Add(time.Hour) }
+	n, err := db.InterruptStaleTurns(ctx, t0.Add(50*time.Minute))
+	if err != nil || n != 1 {
+		t.Fatalf("InterruptStaleTurns = %d, %v; want 1", n, err)
+	}
+	want := map[string]string{"orphan": "failed", "live": "running", "finished": "completed"}
+	for id, status := range want {
+		got, err := db.GetTaskState(ctx, id)
+		if err != nil || got.Status != status {
+			t.Errorf("%s: %+v, %v; want %s", id, got, err, status)
+		}
+	}
+	if got, _ := db.GetTaskState(ctx, "orphan"); !strings.Contains(got.Error, "interrupted") {
+		t.Errorf("orphan error = %q", got.Error)
 	}
 }
