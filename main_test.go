@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -271,16 +270,6 @@ func TestHelpTeaches(t *testing.T) {
 	}
 }
 
-func freePort(tb testing.TB) string {
-	tb.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
 func TestServeRefusesOpenAddressWithoutKeys(t *testing.T) {
 	n := newNagent(t)
 	_, stderr, code := n.run(t, "", "serve", "--addr", "0.0.0.0:0")
@@ -292,7 +281,7 @@ func TestServeRefusesOpenAddressWithoutKeys(t *testing.T) {
 // startServe runs `nagent serve` and waits until it is ready.
 func (n *nagent) startServe(tb testing.TB, extraEnv ...string) (*exec.Cmd, string, *bytes.Buffer) {
 	tb.Helper()
-	addr := freePort(tb)
+	addr := testbin.FreeAddr(tb)
 	cmd := exec.Command(n.bin, "serve", "--addr", addr)
 	cmd.Env = append(n.env(), extraEnv...)
 	var logs bytes.Buffer

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -67,7 +66,7 @@ func TestDashboardBrowser(t *testing.T) {
 
 	model := scripted.Start()
 	t.Cleanup(model.Close)
-	srv := &dashboardProcess{tb: t, bin: bin, home: t.TempDir(), addr: browserFreeAddr(t), model: model}
+	srv := &dashboardProcess{tb: t, bin: bin, home: t.TempDir(), addr: testbin.FreeAddr(t), model: model}
 	if err := os.WriteFile(filepath.Join(srv.home, "config.yaml"), []byte(browserConfig()), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +74,7 @@ func TestDashboardBrowser(t *testing.T) {
 	// as a user would; the suite runs it from the Schedules page.
 	add := exec.Command(bin, "schedule", "add", "morning-digest", "--every", "24h",
 		"--prompt", "Summarise the night's tickets.", "--deliver", "inbox")
-	add.Env = append(browserEnvironWithout("NAGENT_", "OPENAI_"), "NAGENT_HOME="+srv.home)
+	add.Env = append(testbin.EnvironWithout("NAGENT_", "OPENAI_"), "NAGENT_HOME="+srv.home)
 	if out, err := add.CombinedOutput(); err != nil {
 		t.Fatalf("nagent schedule add: %v\n%s", err, out)
 	}
@@ -207,7 +206,7 @@ func runBrowserSuite(tb testing.TB, node, dir string, env ...string) []browserCa
 	defer cancel()
 	cmd := exec.CommandContext(ctx, node, "test.mjs")
 	cmd.Dir = dir
-	cmd.Env = append(browserEnvironWithout("NAGENT_", "OPENAI_", "NODE_OPTIONS", "DASHBOARD_", "PLAYWRIGHT_"), env...)
+	cmd.Env = append(testbin.EnvironWithout("NAGENT_", "OPENAI_", "NODE_OPTIONS", "DASHBOARD_", "PLAYWRIGHT_"), env...)
 	cmd.Env = append(cmd.Env, "PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1")
 	pr, pw := io.Pipe()
 	cmd.Stdout, cmd.Stderr = pw, pw
@@ -278,7 +277,7 @@ func (p *dashboardProcess) tryStart() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	cmd := exec.Command(p.bin, "serve", "--addr", p.addr)
-	cmd.Env = append(browserEnvironWithout("NAGENT_", "OPENAI_"),
+	cmd.Env = append(testbin.EnvironWithout("NAGENT_", "OPENAI_"),
 		"NAGENT_HOME="+p.home,
 		"NAGENT_LLM_BASE_URL="+p.model.URL(),
 		"NAGENT_LLM_MODEL=nagent-test",
@@ -369,32 +368,6 @@ func (p *dashboardProcess) controlHandler() http.Handler {
 		io.WriteString(w, p.logs.String())
 	})
 	return mux
-}
-
-// browserEnvironWithout is the process environment less the variables with
-// any of the prefixes, so that a developer's own settings cannot leak in.
-func browserEnvironWithout(prefixes ...string) []string {
-	var env []string
-outer:
-	for _, kv := range os.Environ() {
-		for _, p := range prefixes {
-			if strings.HasPrefix(kv, p) {
-				continue outer
-			}
-		}
-		env = append(env, kv)
-	}
-	return env
-}
-
-func browserFreeAddr(tb testing.TB) string {
-	tb.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
 }
 
 // browserSyncBuffer is a bytes.Buffer safe for a process's concurrent writers.

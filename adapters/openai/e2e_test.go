@@ -5,12 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -90,9 +88,9 @@ func startNagentServe(tb testing.TB, bin string, model *scripted.Server) string 
 	if err := os.WriteFile(filepath.Join(home, "config.yaml"), []byte(e2eConfig), 0o600); err != nil {
 		tb.Fatal(err)
 	}
-	addr := freeLoopbackAddr(tb)
+	addr := testbin.FreeAddr(tb)
 	cmd := exec.Command(bin, "serve", "--addr", addr)
-	cmd.Env = append(environWithout("NAGENT_", "OPENAI_"),
+	cmd.Env = append(testbin.EnvironWithout("NAGENT_", "OPENAI_"),
 		"NAGENT_HOME="+home,
 		"NAGENT_LLM_BASE_URL="+model.URL(),
 		"NAGENT_LLM_MODEL=nagent-test",
@@ -168,7 +166,7 @@ func runNodeSuite(tb testing.TB, node, dir string, env ...string) {
 	args := append([]string{"--test", "--test-concurrency=1", "--test-reporter=spec"}, files...)
 	cmd := exec.CommandContext(ctx, node, args...)
 	cmd.Dir = dir
-	cmd.Env = append(environWithout("OPENAI_", "NODE_OPTIONS"), env...)
+	cmd.Env = append(testbin.EnvironWithout("OPENAI_", "NODE_OPTIONS"), env...)
 	out := &lineLogger{tb: tb}
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.WaitDelay = 10 * time.Second
@@ -180,32 +178,6 @@ func runNodeSuite(tb testing.TB, node, dir string, env ...string) {
 		}
 		tb.Fatalf("node --test failed: %v (its report is above)", err)
 	}
-}
-
-// environWithout is the process environment less the variables with any of
-// the prefixes, so that a developer's own settings cannot leak in.
-func environWithout(prefixes ...string) []string {
-	var env []string
-outer:
-	for _, kv := range os.Environ() {
-		for _, p := range prefixes {
-			if strings.HasPrefix(kv, p) {
-				continue outer
-			}
-		}
-		env = append(env, kv)
-	}
-	return env
-}
-
-func freeLoopbackAddr(tb testing.TB) string {
-	tb.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
 }
 
 // lineLogger writes each complete line to the test log as it arrives.
